@@ -1,0 +1,1 @@
+complete --command inventory --no-files --arguments "(env _INVENTORY_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) inventory)" --condition "env _INVENTORY_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) inventory"

@@ -1,0 +1,145 @@
+"""The `inventory` command: one Typer app, its commands registered in one ordered block.
+
+This module is also the single error boundary: every failure becomes one line on stderr and
+an exit code (0 ok, 1 a requested check failed, 2 bad input), never a traceback unless
+`--debug` or INVENTORY_DEBUG asks for one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from llm_inventory import __version__
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    CHECK_FAILED = 1
+    BAD_INPUT = 2
+    INTERNAL = 3
+
+
+def _fail(message: str, code: ExitCode) -> None:
+    line = " ".join(message.split())
+    sys.stderr.write(f"inventory: error: {line}\n")
+    sys.exit(int(code))
+
+
+class InventoryGroup(TyperGroup):
+    """A Typer group whose `main` turns every error into one line and an exit code."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        from llm_inventory.errors import CheckFailed, InputError
+
+        argv = list(sys.argv[1:] if args is None else args)
+        debug = "--debug" in argv or bool(os.environ.get("INVENTORY_DEBUG"))
+        try:
+            result = super().main(
+                args=argv,
+                prog_name=prog_name or "inventory",
+                complete_var=complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
+        except typer.TyperException as exc:
+            context = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:
+                sys.stdout.write(context.get_help() + "\n")
+                sys.exit(int(ExitCode.BAD_INPUT))
+            _fail(exc.format_message(), ExitCode.BAD_INPUT)
+        except typer.Abort:
+            _fail("aborted", ExitCode.CHECK_FAILED)
+        except InputError as exc:
+            _fail(self._flagged(exc, argv), ExitCode.BAD_INPUT)
+        except CheckFailed as exc:
+            _fail(str(exc), ExitCode.CHECK_FAILED)
+        except BrokenPipeError:
+            sys.stderr.close()
+            sys.exit(int(ExitCode.CHECK_FAILED))
+        except Exception as exc:
+            if debug:
+                raise
+            _fail(
+                f"unexpected {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+                ExitCode.INTERNAL,
+            )
+        sys.exit(result if isinstance(result, int) else 0)
+
+    def _flagged(self, exc: Any, argv: list[str]) -> str:
+        """The error with its field spelled as the command's flag when one matches."""
+        field = str(exc.field)
+        command = next((self.commands[a] for a in argv if a in self.commands), None)
+        if command is not None and field:
+            flag = "--" + field.replace("_", "-")
+            if any(flag in param.opts for param in command.params):
+                return f"{flag}: {exc.message}"
+        return str(exc)
+
+
+app = typer.Typer(
+    cls=InventoryGroup,
+    name="inventory",
+    help=(
+        "Capacity planner for LLM serving: KV cache, parameters, placement and fit, "
+        "exact to the byte."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"inventory {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks for unexpected errors.")
+    ] = False,
+) -> None:
+    """Capacity planner for LLM serving.
+
+    Example: inventory kv --layers 80 --tokens 8000
+    """
+
+
+# --- commands, in the order `inventory --help` lists them ---------------------------------
+from llm_inventory.cli import kv  # noqa: E402
+
+app.command("kv")(kv.kv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point: run the app and return its exit code."""
+    try:
+        app(args=argv, prog_name="inventory")
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    return 0

@@ -1,0 +1,121 @@
+"""`inventory kv`: persistent-state (KV cache and friends) sizing."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from llm_inventory.cli.common import (
+    FormatOption,
+    UnitsOption,
+    bytes_parser,
+    tokens_parser,
+    units_of,
+)
+from llm_inventory.render.output import OutputFormat, Units
+
+
+def kv(
+    layers: Annotated[
+        int | None,
+        typer.Option(min=1, help="Decoder layers that keep KV (default 80, or the model's)."),
+    ] = None,
+    tokens: Annotated[
+        int,
+        typer.Option(
+            parser=tokens_parser("tokens"), metavar="TOKENS",
+            help="Tokens per sequence: 8000, 8k (=8,000), 8K (=8,192), 128K, 1M.",
+        ),
+    ] = "8000",  # type: ignore[assignment]
+    kv_heads: Annotated[int, typer.Option(min=1, help="KV heads per layer.")] = 8,
+    head_dim: Annotated[int, typer.Option(min=1, help="Key head dimension.")] = 128,
+    v_head_dim: Annotated[
+        int | None, typer.Option(min=1, help="Value head dimension, if it differs from K's.")
+    ] = None,
+    dtype: Annotated[
+        str, typer.Option("--dtype", "--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, fp32…")
+    ] = "bf16",
+    sequences: Annotated[int, typer.Option(min=1, help="Concurrent sequences.")] = 1,
+    tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel degree.")] = 1,
+    pp: Annotated[int, typer.Option(min=1, help="Pipeline-parallel degree.")] = 1,
+    window: Annotated[
+        int | None, typer.Option(min=1, help="Sliding window: hold at most W tokens per layer.")
+    ] = None,
+    chunk: Annotated[
+        int | None, typer.Option(min=1, help="Chunked attention: hold at most C tokens.")
+    ] = None,
+    latent: Annotated[
+        int | None,
+        typer.Option(min=1, help="MLA: latent width (kv_lora_rank + rope dim), e.g. 576."),
+    ] = None,
+    block_size: Annotated[
+        int | None, typer.Option(min=1, help="Paged cache: round each sequence up to blocks.")
+    ] = None,
+    max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            parser=bytes_parser("max_bytes"), metavar="SIZE",
+            help="Exit 1 when one device's share exceeds SIZE (80GiB, 141GB, bytes).",
+        ),
+    ] = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+    units: UnitsOption = Units.IEC,
+) -> None:
+    """Size the KV cache (and other persistent state) of a decoder.
+
+    Defaults are the dense decoder of the worked example: 8 KV heads, head dimension 128,
+    BF16, 8,000 tokens.
+
+    Example: inventory kv --layers 80 --tokens 8000 --tp 4
+    """
+    from llm_inventory.engine.state import StateKind, StateRequest, size_state, uniform_layers
+    from llm_inventory.errors import CheckFailed, InputError
+    from llm_inventory.render.output import emit
+    from llm_inventory.units import format_bytes
+
+    chosen = [name for name, value in (("window", window), ("chunk", chunk), ("latent", latent))
+              if value is not None]
+    if len(chosen) > 1:
+        raise InputError(chosen[1], f"choose one of --window, --chunk, --latent, not {chosen}")
+    if latent is not None:
+        kind, size = StateKind.MLA, None
+    elif chunk is not None:
+        kind, size = StateKind.CHUNKED, chunk
+    elif window is not None:
+        kind, size = StateKind.SLIDING, window
+    else:
+        kind, size = StateKind.FULL, None
+    stack = uniform_layers(
+        kind,
+        80 if layers is None else layers,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        v_head_dim=v_head_dim,
+        window=size,
+        latent_dim=latent or 0,
+    )
+    request = StateRequest(
+        layers=stack,
+        tokens=tokens,
+        sequences=sequences,
+        dtype=dtype,
+        block_size=block_size,
+        tp=tp,
+        pp=pp,
+    )
+    result = size_state(request)
+
+    def table() -> list[Any]:
+        from llm_inventory.render.state import state_tables
+
+        return state_tables(result, units_of(units))
+
+    emit(result, fmt, table)
+    if max_bytes is not None and result.per_device.bytes > max_bytes:
+        system = units_of(units)
+        raise CheckFailed(
+            f"--max-bytes: one device holds {result.per_device.bytes:,} B "
+            f"({format_bytes(result.per_device.bytes, system)}), over the limit of "
+            f"{max_bytes:,} B ({format_bytes(max_bytes, system)})"
+        )

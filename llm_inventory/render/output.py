@@ -1,0 +1,62 @@
+"""Write a result to stdout as a table, JSON or YAML.
+
+JSON and YAML are the pydantic result dumped as it is (exact integers, stable keys); the
+table is built by a command-specific function and printed with Rich, in colour only on a
+terminal and never with NO_COLOR set.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from rich.console import RenderableType
+
+
+class OutputFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    YAML = "yaml"
+
+
+class Units(StrEnum):
+    IEC = "iec"
+    SI = "si"
+
+
+def dump(result: BaseModel | Sequence[BaseModel]) -> Any:
+    """The JSON-ready form of a result (or a list of results)."""
+    if not isinstance(result, Sequence):
+        return result.model_dump(mode="json")
+    return [item.model_dump(mode="json") for item in result]
+
+
+def emit(
+    result: BaseModel | Sequence[BaseModel],
+    fmt: OutputFormat,
+    table: Callable[[], RenderableType | Sequence[RenderableType]],
+) -> None:
+    """Print `result` in `fmt`; `table` builds the human view only when it is asked for."""
+    if fmt is OutputFormat.JSON:
+        sys.stdout.write(json.dumps(dump(result), indent=2) + "\n")
+    elif fmt is OutputFormat.YAML:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(dump(result), sort_keys=False, allow_unicode=True))
+    else:
+        from rich.console import Console
+
+        console = Console(highlight=False)
+        rendered = table()
+        for part in rendered if isinstance(rendered, Sequence) else (rendered,):
+            console.print(part)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, one line, never on stdout."""
+    sys.stderr.write(f"inventory: warning: {message}\n")
