@@ -144,7 +144,7 @@ def format_bytes(n: int | float, units: UnitSystem = "iec") -> str:
     if index == 0:
         return f"{sign}{int(abs(n)):,} B" if float(n).is_integer() else f"{sign}{value:.2f} B"
     text = _significant(value)
-    if text in ("1024", "1000") and index < len(names) - 1:  # rounding carried a unit up
+    if text == str(base) and index < len(names) - 1:  # rounding carried a unit up
         text, index = "1", index + 1
     return f"{sign}{text} {names[index]}"
 

@@ -9,6 +9,8 @@ import sys
 ENGINE_MODULES = [
     "llm_inventory.engine.state",
     "llm_inventory.engine.parallel",
+    "llm_inventory.engine.routing",
+    "llm_inventory.engine.sampling",
     "llm_inventory.units",
 ]
 

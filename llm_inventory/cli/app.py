@@ -133,6 +133,12 @@ def root(
 from llm_inventory.cli import kv  # noqa: E402
 
 app.command("kv")(kv.kv)
+from llm_inventory.cli import route  # noqa: E402
+
+app.command("route")(route.route)
+from llm_inventory.cli import sample  # noqa: E402
+
+app.command("sample")(sample.sample)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

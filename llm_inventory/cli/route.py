@@ -1,0 +1,110 @@
+"""`inventory route`: MoE routing, one step in full and the spread over many steps."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from llm_inventory.cli.common import (
+    FormatOption,
+    UnitsOption,
+    bytes_parser,
+    tokens_parser,
+    units_of,
+)
+from llm_inventory.render.output import OutputFormat, Units
+
+
+def route(
+    experts: Annotated[
+        int | None, typer.Option(min=1, help="Routed experts per MoE layer (default 8).")
+    ] = None,
+    top_k: Annotated[
+        int | None, typer.Option(min=1, help="Experts each token picks (default 2).")
+    ] = None,
+    tokens: Annotated[
+        int | None,
+        typer.Option(
+            parser=tokens_parser("tokens"), metavar="TOKENS",
+            help="Tokens one step routes: the decode batch (default 16; 1k = 1,000).",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the routing draws.")] = 0,
+    skew: Annotated[
+        float,
+        typer.Option(
+            help="Popularity skew S: expert i weighs 1/(i+1)^S; 0 is uniform (0 to 10)."
+        ),
+    ] = 0.0,
+    steps: Annotated[int, typer.Option(min=1, help="Steps to simulate.")] = 1000,
+    ep: Annotated[
+        int | None,
+        typer.Option(min=1, help="Expert-parallel ranks: per-rank load and all-to-all bytes."),
+    ] = None,
+    hidden: Annotated[
+        int | None, typer.Option(min=1, help="Hidden size: one token's vector (default 4096).")
+    ] = None,
+    dtype: Annotated[
+        str, typer.Option(help="Dtype of the hidden states sent between ranks.")
+    ] = "bf16",
+    expert_bytes: Annotated[
+        int | None,
+        typer.Option(
+            parser=bytes_parser("expert_bytes"), metavar="SIZE",
+            help="Weight bytes of one expert in one MoE layer (336MiB): weight reads per step.",
+        ),
+    ] = None,
+    moe_layers: Annotated[
+        int, typer.Option(min=1, help="MoE layers a decode step passes through.")
+    ] = 1,
+    fmt: FormatOption = OutputFormat.TABLE,
+    units: UnitsOption = Units.IEC,
+) -> None:
+    """Simulate MoE routing: per-expert loads of one step, the straggler factor, and how
+    often steps swing over many steps.
+
+    Each token picks --top-k distinct experts, uniformly or with Zipf-like popularity
+    (--skew), seeded. With --ep the experts are placed on ranks as vLLM places them and each
+    rank's all-to-all bytes are shown; with --expert-bytes, the expert weight bytes one decode
+    step really reads, beside the active and resident figures.
+
+    Example: inventory route --experts 8 --top-k 2 --tokens 16 --ep 4
+    """
+    import math
+
+    from pydantic import ValidationError
+
+    from llm_inventory.engine.routing import MAX_SKEW, RoutingRequest, simulate_routing
+    from llm_inventory.errors import InputError
+    from llm_inventory.render.output import emit, warn
+    from llm_inventory.spec.errors import from_validation
+
+    if not (math.isfinite(skew) and 0.0 <= skew <= MAX_SKEW):
+        raise InputError("skew", f"must be a number from 0 (uniform) to {MAX_SKEW:g}, got {skew}")
+    try:
+        request = RoutingRequest(
+            experts=8 if experts is None else experts,
+            top_k=2 if top_k is None else top_k,
+            tokens=16 if tokens is None else tokens,
+            seed=seed,
+            skew=skew,
+            steps=steps,
+            ep=ep,
+            hidden=4096 if hidden is None else hidden,
+            dtype=dtype,
+            expert_bytes=expert_bytes,
+            moe_layers=moe_layers,
+        )
+    except ValidationError as exc:
+        raise from_validation(exc, "") from exc
+    result = simulate_routing(request)
+    if moe_layers != 1 and expert_bytes is None:
+        warn("--moe-layers counts weight reads and needs --expert-bytes; it is ignored")
+
+    def table() -> list[Any]:
+        from llm_inventory.render.routing import routing_tables
+
+        return routing_tables(result, units_of(units))
+
+    emit(result, fmt, table)
