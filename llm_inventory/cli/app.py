@@ -133,6 +133,9 @@ def root(
 from llm_inventory.cli import kv  # noqa: E402
 
 app.command("kv")(kv.kv)
+from llm_inventory.cli import devices  # noqa: E402
+
+app.command("devices")(devices.devices)
 from llm_inventory.cli import route  # noqa: E402
 
 app.command("route")(route.route)
