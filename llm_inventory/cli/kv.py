@@ -17,6 +17,13 @@ from llm_inventory.render.output import OutputFormat, Units
 
 
 def kv(
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", metavar="MODEL",
+            help="Take the layers from a model: a preset, a YAML file, a config.json or folder.",
+        ),
+    ] = None,
     layers: Annotated[
         int | None,
         typer.Option(min=1, help="Decoder layers that keep KV (default 80, or the model's)."),
@@ -28,14 +35,20 @@ def kv(
             help="Tokens per sequence: 8000, 8k (=8,000), 8K (=8,192), 128K, 1M.",
         ),
     ] = "8000",  # type: ignore[assignment]
-    kv_heads: Annotated[int, typer.Option(min=1, help="KV heads per layer.")] = 8,
-    head_dim: Annotated[int, typer.Option(min=1, help="Key head dimension.")] = 128,
+    kv_heads: Annotated[int | None, typer.Option(min=1, help="KV heads per layer (8).")] = None,
+    head_dim: Annotated[
+        int | None, typer.Option(min=1, help="Key head dimension (128).")
+    ] = None,
     v_head_dim: Annotated[
         int | None, typer.Option(min=1, help="Value head dimension, if it differs from K's.")
     ] = None,
     dtype: Annotated[
-        str, typer.Option("--dtype", "--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, fp32…")
-    ] = "bf16",
+        str | None,
+        typer.Option(
+            "--dtype", "--kv-dtype",
+            help="KV cache dtype: bf16 (default; a model's own dtype), fp16, fp8, fp32…",
+        ),
+    ] = None,
     sequences: Annotated[int, typer.Option(min=1, help="Concurrent sequences.")] = 1,
     tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel degree.")] = 1,
     pp: Annotated[int, typer.Option(min=1, help="Pipeline-parallel degree.")] = 1,
@@ -64,8 +77,9 @@ def kv(
 ) -> None:
     """Size the KV cache (and other persistent state) of a decoder.
 
-    Defaults are the dense decoder of the worked example: 8 KV heads, head dimension 128,
-    BF16, 8,000 tokens.
+    Defaults are the dense decoder of the worked example: 80 layers, 8 KV heads, head
+    dimension 128, BF16, 8,000 tokens. With --model the layers (and their kinds: sliding
+    windows, MLA latents, Mamba state, cross-attention) come from the model.
 
     Example: inventory kv --layers 80 --tokens 8000 --tp 4
     """
@@ -74,32 +88,50 @@ def kv(
     from llm_inventory.render.output import emit
     from llm_inventory.units import format_bytes
 
-    chosen = [name for name, value in (("window", window), ("chunk", chunk), ("latent", latent))
-              if value is not None]
-    if len(chosen) > 1:
-        raise InputError(chosen[1], f"choose one of --window, --chunk, --latent, not {chosen}")
-    if latent is not None:
-        kind, size = StateKind.MLA, None
-    elif chunk is not None:
-        kind, size = StateKind.CHUNKED, chunk
-    elif window is not None:
-        kind, size = StateKind.SLIDING, window
+    shape_flags = {"layers": layers, "kv_heads": kv_heads, "head_dim": head_dim,
+                   "v_head_dim": v_head_dim, "window": window, "chunk": chunk, "latent": latent}
+    if model is not None:
+        given = [name for name, value in shape_flags.items() if value is not None]
+        if given:
+            raise InputError(given[0], "describes the layers itself; it cannot be combined "
+                             "with --model")
+        from llm_inventory.engine.model_state import state_layers
+        from llm_inventory.spec.loader import load_model
+
+        spec = load_model(model)
+        stack = state_layers(spec)
+        if not stack:
+            raise InputError("model", f"{spec.name} ({spec.family}) keeps no per-sequence "
+                             "state: it has no decode loop")
+        kv_dtype = dtype or spec.dtype
     else:
-        kind, size = StateKind.FULL, None
-    stack = uniform_layers(
-        kind,
-        80 if layers is None else layers,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        v_head_dim=v_head_dim,
-        window=size,
-        latent_dim=latent or 0,
-    )
+        chosen = [n for n in ("window", "chunk", "latent") if shape_flags[n] is not None]
+        if len(chosen) > 1:
+            raise InputError(chosen[1], f"choose one of --window, --chunk, --latent, not "
+                             f"{chosen}")
+        if latent is not None:
+            kind, size = StateKind.MLA, None
+        elif chunk is not None:
+            kind, size = StateKind.CHUNKED, chunk
+        elif window is not None:
+            kind, size = StateKind.SLIDING, window
+        else:
+            kind, size = StateKind.FULL, None
+        stack = uniform_layers(
+            kind,
+            80 if layers is None else layers,
+            kv_heads=8 if kv_heads is None else kv_heads,
+            head_dim=128 if head_dim is None else head_dim,
+            v_head_dim=v_head_dim,
+            window=size,
+            latent_dim=latent or 0,
+        )
+        kv_dtype = dtype or "bf16"
     request = StateRequest(
         layers=stack,
         tokens=tokens,
         sequences=sequences,
-        dtype=dtype,
+        dtype=kv_dtype,
         block_size=block_size,
         tp=tp,
         pp=pp,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from llm_inventory.engine.state import PER_TOKEN_KINDS, StateResult
+from llm_inventory.engine.state import PER_TOKEN_KINDS, KindState, StateResult
 from llm_inventory.units import UnitSystem, format_bytes
 
 
@@ -56,19 +56,23 @@ def state_tables(result: StateResult, units: UnitSystem) -> list[Table | Text]:
     if len(result.kinds) > 1:
         parts.append(Text("By layer kind", style="bold"))
         kinds = Table()
-        for name in ("kind", "layers", "per token", "tokens held", "per sequence", "release"):
-            kinds.add_column(name, justify="left" if name in ("kind", "release") else "right")
+        for name in ("kind", "layers", "per token", "tokens held", "per sequence"):
+            kinds.add_column(name, justify="left" if name == "kind" else "right")
         for k in result.kinds:
-            label = k.kind.value + (f" ({k.window:,})" if k.window else "")
+            growing = k.kind in PER_TOKEN_KINDS
             kinds.add_row(
-                label,
+                _label(k),
                 f"{k.layers:,}",
-                format_bytes(k.bytes_per_token, units),
-                f"{k.tokens_held:,}",
+                format_bytes(k.bytes_per_token, units) if growing else "fixed",
+                f"{k.tokens_held:,}" if k.kind.value != "recurrent" else "—",
                 format_bytes(k.bytes_per_sequence, units),
-                k.release,
             )
         parts.append(kinds)
-    else:
-        parts.append(Text(f"release: {result.kinds[0].release}", style="dim"))
+    for k in result.kinds:
+        prefix = f"{_label(k)}: " if len(result.kinds) > 1 else ""
+        parts.append(Text(f"release {prefix}{k.release}", style="dim"))
     return parts
+
+
+def _label(k: KindState) -> str:
+    return k.kind.value + (f" ({k.window:,})" if k.window else "")

@@ -1,0 +1,182 @@
+"""Parameter accounting: total (resident) and active-per-token, per component, and bytes.
+
+Counts follow what the reference implementation allocates: every tensor once (tied
+embeddings once), biases, norms, routers, shared experts, encoders and projectors; buffers
+such as rotary caches are not parameters. Active = total − (experts − top_k) routed experts
+in every MoE layer: routers, shared experts, attention and embeddings all count as active.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from llm_inventory.engine.tensors import TensorGroup, model_tensors
+from llm_inventory.engine.weights import group_bytes
+from llm_inventory.spec.model import Component, ModelSpec, Quantization
+from llm_inventory.units import DTYPE_BITS, dtype_bits, normalize_dtype
+
+
+class ComponentCount(BaseModel):
+    component: Component
+    parameters: int
+    active: int
+    weight_bytes: int
+
+
+class ParameterCount(BaseModel):
+    """Parameters and the bytes a checkpoint holds for them."""
+
+    total: int
+    active: int
+    input_embedding: int
+    lm_head: int
+    active_excluding_input_embedding: int
+    by_component: list[ComponentCount]
+    experts: int | None = None
+    top_k: int | None = None
+    moe_layers: int = 0
+    parameters_per_expert: int | None = None  # one routed expert in one MoE layer
+    weight_dtype: str
+    quantization: str | None
+    weight_bytes: int
+    given: bool  # True when the totals were given (coarse form), not counted from shapes
+    derived: list[str]  # which figures were derived from given ones
+
+
+def _active_elements(group: TensorGroup, top_k: int | None) -> int:
+    if group.experts and top_k:
+        return group.parameters // group.experts * top_k
+    return group.parameters
+
+
+def runtime_quantization(dtype: str) -> Quantization | None:
+    """The quantization an engine applies when asked to serve weights at `dtype`.
+
+    8 bits and fewer: matmul weights at that width with one scale per tensor (vLLM's
+    on-the-fly FP8), embeddings and lm_head unquantized. 16/32-bit: none.
+    """
+    bits = dtype_bits(dtype)
+    if bits >= 16:
+        return None
+    return Quantization(method=f"runtime-{normalize_dtype(dtype)}", bits=bits)
+
+
+def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCount:
+    """Count `spec`'s parameters, per component, and their bytes.
+
+    `dtype` overrides the stored weights: a 16/32-bit float re-types every tensor; an 8-bit or
+    narrower type quantizes matmul weights as an engine would at load time, replacing the
+    checkpoint's own quantization.
+    """
+    base = normalize_dtype(spec.dtype)
+    quant = spec.quantization
+    if dtype is not None:
+        wanted = normalize_dtype(dtype, "dtype")
+        if DTYPE_BITS[wanted] >= 16:
+            base, quant = wanted, None
+        else:
+            quant = runtime_quantization(wanted)
+    if spec.coarse is not None:
+        return _coarse(spec, base, quant)
+
+    groups = model_tensors(spec)
+    moe = spec.decoder.moe if spec.decoder else None
+    top_k = moe.top_k if moe else None
+    per: dict[Component, list[int]] = {}
+    for group in groups:
+        row = per.setdefault(group.component, [0, 0, 0])
+        row[0] += group.parameters
+        row[1] += _active_elements(group, top_k)
+        row[2] += group_bytes(group, base, quant)
+    components = [
+        ComponentCount(component=c, parameters=v[0], active=v[1], weight_bytes=v[2])
+        for c, v in per.items()
+    ]
+    total = sum(c.parameters for c in components)
+    active = sum(c.active for c in components)
+    embed = sum(g.parameters for g in groups
+                if g.component is Component.EMBEDDINGS and g.name.endswith("embed_tokens.weight")
+                and g.stack == "decoder")
+    head = per.get(Component.LM_HEAD, [0])[0]
+    expert_groups = [g for g in groups if g.experts]
+    moe_layers = len({layer for g in expert_groups for layer in g.layers})
+    per_expert = (
+        sum(g.elements // g.experts for g in expert_groups if g.layers[:1] == (
+            expert_groups[0].layers[0],)) if expert_groups else None
+    )
+    return ParameterCount(
+        total=total,
+        active=active,
+        input_embedding=embed,
+        lm_head=head,
+        active_excluding_input_embedding=active - embed,
+        by_component=components,
+        experts=moe.experts if moe else None,
+        top_k=top_k,
+        moe_layers=moe_layers,
+        parameters_per_expert=per_expert,
+        weight_dtype=base,
+        quantization=quant.method if quant else None,
+        weight_bytes=sum(c.weight_bytes for c in components),
+        given=False,
+        derived=[],
+    )
+
+
+def _coarse(spec: ModelSpec, base: str, quant: Quantization | None) -> ParameterCount:
+    """Totals from the coarse block: given figures, and what follows from them."""
+    assert spec.coarse is not None
+    c = spec.coarse
+    bits = quant.bits if quant is not None else dtype_bits(base)
+    derived: list[str] = []
+    components: list[ComponentCount] = []
+    if c.experts is not None and c.top_k is not None and c.expert_parameters is not None:
+        experts_total = c.experts * c.expert_parameters
+        total = c.shared_parameters + experts_total
+        active = c.shared_parameters + c.top_k * c.expert_parameters
+        derived += ["total", "active"]
+        components.append(ComponentCount(
+            component=Component.EXPERTS, parameters=experts_total,
+            active=c.top_k * c.expert_parameters,
+            weight_bytes=-(-int(experts_total * bits) // 8),
+        ))
+        if c.shared_parameters:
+            components.append(ComponentCount(
+                component=Component.OTHER, parameters=c.shared_parameters,
+                active=c.shared_parameters,
+                weight_bytes=-(-int(c.shared_parameters * bits) // 8),
+            ))
+        if c.total is not None:
+            total = c.total
+            derived.remove("total")
+        if c.active is not None:
+            active = c.active
+            derived.remove("active")
+    else:
+        assert c.total is not None
+        total = c.total
+        active = c.active if c.active is not None else total
+        if c.active is None:
+            derived.append("active")
+        components.append(ComponentCount(
+            component=Component.OTHER, parameters=total, active=active,
+            weight_bytes=-(-int(total * bits) // 8),
+        ))
+    derived.append("weight_bytes")
+    return ParameterCount(
+        total=total,
+        active=active,
+        input_embedding=0,
+        lm_head=0,
+        active_excluding_input_embedding=active,
+        by_component=components,
+        experts=c.experts,
+        top_k=c.top_k,
+        moe_layers=0,
+        parameters_per_expert=c.expert_parameters,
+        weight_dtype=base,
+        quantization=quant.method if quant else None,
+        weight_bytes=-(-int(total * bits) // 8),
+        given=True,
+        derived=derived,
+    )

@@ -1,0 +1,113 @@
+"""Bytes a checkpoint holds for each tensor: its dtype, or its quantized format with scales.
+
+Rule for a quantized matmul weight of `out × in` elements (per expert when it has experts):
+bits × elements, plus one scale per block (2-D block formats), per group of `group_size`
+input elements, per output row (per-channel), or per tensor, plus zero points and GPTQ's
+activation-order index where the format stores them; the bits are summed, then rounded up
+to whole bytes. Embeddings, norms, biases, routers and whatever the checkpoint's `ignore`
+list names stay at the unquantized dtype.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from functools import lru_cache
+
+from llm_inventory.engine.tensors import TensorGroup
+from llm_inventory.spec.model import Component, Quantization
+from llm_inventory.units import dtype_bits
+
+# Spellings of the same module across architectures, mapped to the names tensors carry here.
+_MODULE_ALIASES = (
+    ("block_sparse_moe", "mlp"),
+    ("feed_forward", "mlp"),
+    ("mlp.router", "mlp.gate"),
+    ("self_attention", "self_attn"),
+    ("language_model.model.", "model."),
+    ("model.language_model.", "model."),
+    ("transformer.h.", "model.layers."),
+)
+
+
+def _alias(text: str) -> str:
+    for old, new in _MODULE_ALIASES:
+        text = text.replace(old, new)
+    return text
+
+
+@lru_cache(maxsize=1024)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(_alias(pattern))
+
+
+def matches_module(pattern: str, module: str) -> bool:
+    """Whether an ignore-list pattern names `module` (or one of its parents).
+
+    `re:` patterns are regular expressions matched from the start of the module name (the
+    compressed-tensors rule); others are exact names or globs that may name the module, a
+    parent of it (`model.layers.*.self_attn`) or its trailing path (`lm_head`, `mlp.gate`).
+    """
+    if pattern.startswith("re:"):
+        return _regex(pattern[3:]).match(module) is not None
+    target = _alias(pattern)
+    parts = module.split(".")
+    candidates = {".".join(parts[:k]) for k in range(1, len(parts) + 1)}
+    candidates |= {".".join(parts[k:]) for k in range(len(parts))}
+    return any(fnmatch.fnmatchcase(c, target) for c in candidates)
+
+
+def _module(name: str, layer: int | None) -> str:
+    base = name.rsplit(".", 1)[0] if name.endswith((".weight", ".bias")) else name
+    return base.replace("{i}", str(layer)) if layer is not None else base
+
+
+def is_ignored(group: TensorGroup, layer: int | None, ignore: list[str]) -> bool:
+    """Whether a quantization `ignore` pattern names this tensor's module."""
+    module = _module(group.name, layer)
+    return any(matches_module(p, module) for p in ignore)
+
+
+def quantizes(group: TensorGroup, q: Quantization, layer: int | None) -> bool:
+    """Whether `q` applies to this tensor (in this layer)."""
+    if not group.linear or group.component in (Component.EMBEDDINGS, Component.LM_HEAD):
+        return False
+    if group.component is Component.ROUTER:
+        return False
+    if q.experts_only and not group.experts:
+        return False
+    return not is_ignored(group, layer, q.ignore)
+
+
+def quantized_bits(shape: tuple[int, ...], experts: int, q: Quantization) -> float:
+    """Bits one quantized matmul weight occupies, with its scales and zero points."""
+    out, inp = shape[-2], shape[-1]
+    copies = max(1, experts)
+    if q.block is not None:
+        scales = -(-out // q.block[0]) * -(-inp // q.block[1])
+    elif q.group_size is not None:
+        scales = out * -(-inp // q.group_size)
+    elif q.per_channel:
+        scales = out
+    else:
+        scales = 1
+    bits = q.bits * out * inp + scales * q.scale_bits
+    if q.zero_point:
+        bits += scales * q.zero_point_bits
+    if q.act_order_index:
+        bits += inp * 32
+    return bits * copies
+
+
+def group_bytes(group: TensorGroup, dtype: str, q: Quantization | None) -> int:
+    """Bytes of every copy of `group` as the checkpoint stores it."""
+    plain_bits = dtype_bits(dtype)
+    if q is None or not group.linear:
+        return -(-group.parameters * plain_bits // 8)
+    total = 0
+    layers: tuple[int | None, ...] = group.layers or (None,)
+    quantized_copy = -(-int(quantized_bits(group.shape, group.experts, q) + 0.5) // 8)
+    plain_copy = -(-group.elements * plain_bits // 8)
+    for layer in layers:
+        total += quantized_copy if quantizes(group, q, layer) else plain_copy
+    return total

@@ -1,0 +1,43 @@
+"""Reference data shipped with the tests (copies of public figures, never edited).
+
+- data/models: real configs + reference.json, counts computed independently by transformers.
+- data/configs, data/engine-logs/configs: more real configs; data/engine-logs/runs.json: what
+  vLLM 0.19 allocated at 30 start-ups.
+- data/transformers-defaults: each configuration class's own defaults.
+- data/oracle-totals.json: totals for the last three, computed by instantiating each config
+  with transformers on PyTorch's meta device.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@cache
+def reference_models() -> list[dict[str, Any]]:
+    return list(json.loads((DATA / "models" / "reference.json").read_text()))
+
+
+def model_config(name: str) -> dict[str, Any]:
+    return dict(json.loads((DATA / "models" / f"{name}.json").read_text()))
+
+
+@cache
+def oracle_totals() -> list[tuple[Path, int]]:
+    """(config path, total parameters) for every config with an oracle total."""
+    data = json.loads((DATA / "oracle-totals.json").read_text())
+    rows = [(DATA / "transformers-defaults" / f"{mt}.json", total)
+            for mt, total in data["transformers-defaults"].items()]
+    for folder in ("configs", "engine-logs/configs"):
+        rows += [(DATA / folder / name, total) for name, total in data[folder].items()]
+    return rows
+
+
+@cache
+def engine_runs() -> list[dict[str, Any]]:
+    return list(json.loads((DATA / "engine-logs" / "runs.json").read_text()))
