@@ -9,10 +9,11 @@ Every model is `frozen` and `extra="forbid"`, so a misspelt key is an error.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, model_validator
 
 Pos = Annotated[int, Field(ge=1)]
 NonNeg = Annotated[int, Field(ge=0)]
@@ -195,6 +196,10 @@ class Stack(_Spec):
     ssm: SSM | None = None
     rope: bool = True  # rotary positions (engines keep a cos/sin cache)
     partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] = 1.0
+    # Positions of each cos/sin cache an engine precomputes (scaled RoPE variants extend
+    # it: linear and dynamic NTK × factor, YaRN original × factor); None: one cache of the
+    # model's max_context.
+    rope_cache_positions: list[Pos] | None = None
     cross_attention: bool = False  # every layer also attends to the encoder (Whisper)
     cross_qk_norm: bool = False  # per-head q/k norms on cross-attention (Mllama)
     extra: list[ExtraTensor] = Field(default_factory=list)
@@ -256,7 +261,7 @@ class Media(_Spec):
     patch_size: Pos | None = None
     temporal_patch_size: Pos = 1  # video frames folded into one patch
     spatial_merge_size: Pos = 1  # merge m × m patches into one token after the encoder
-    class_token: bool = False  # a CLS token the encoder adds (and the projector drops)
+    class_token: bool = False  # a CLS token that reaches the language model
     tokens_per_item: Pos | None = None  # given directly (coarse or fixed-size encoders)
     max_tiles: Pos = 1  # tiled encoders (Mllama): tiles per image
 
@@ -341,6 +346,74 @@ class Quantization(_Spec):
     act_order_index: bool = False  # GPTQ's g_idx: one int32 per input feature
     ignore: list[str] = Field(default_factory=list)
     experts_only: bool = False
+    # Serving kernels that pad expert matrices at load time: the per-rank intermediate and
+    # each matmul's reduction dimension rounded up to a multiple of this (vLLM's MXFP4 MoE
+    # kernels on Hopper: 256).
+    runtime_pad: Pos | None = None
+
+
+class TensorRole(StrEnum):
+    """What a checkpoint tensor is, beside being a parameter."""
+
+    WEIGHT = "weight"  # a parameter (packed integer formats hold several per element)
+    SCALE = "scale"  # a quantization scale (weight_scale_inv, scales, absmax …)
+    ZERO_POINT = "zero_point"  # a quantization zero point (qzeros …)
+    INDEX = "index"  # GPTQ's activation-order index (g_idx)
+    BUFFER = "buffer"  # stored but not a parameter (e_score_correction_bias, rope_freqs …)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointTensor:
+    """One tensor as a checkpoint's header describes it (the weights are never read).
+
+    `shape` is outermost first (a GGUF's dimensions reversed); `bytes` is what the file
+    holds for it. From an index alone only `name` and `file` are known. A plain dataclass,
+    not a pydantic model: checkpoints hold up to ~10⁵ tensors, and the readers validate
+    each one themselves.
+    """
+
+    name: str
+    dtype: str | None = None  # as the file spells it: BF16, F8_E4M3, Q4_K …
+    shape: tuple[int, ...] | None = None
+    elements: int | None = None
+    bytes: int | None = None
+    file: str = ""
+    component: Component = Component.OTHER
+    role: TensorRole = TensorRole.WEIGHT
+    layer: int | None = None  # decoder layer index read from the name
+
+
+class CheckpointTally(_Spec):
+    """Tensors, elements and bytes under one key (a dtype, a component, a role)."""
+
+    key: str
+    tensors: NonNeg
+    elements: NonNeg
+    bytes: NonNeg
+
+
+class CheckpointFacts(_Spec):
+    """What a checkpoint's headers (or its index alone) say: exact bytes, per dtype and part.
+
+    `by_component` uses the Component names, plus `mtp` for layers past the decoder's layer
+    count (DeepSeek-V3's multi-token-prediction layer). `tensors` (left out of dumps) lists
+    every tensor for callers that shard real tensors.
+    """
+
+    format: Literal["safetensors", "gguf"]
+    path: str
+    files: list[str]
+    headers_read: bool  # False: sizes come from model.safetensors.index.json alone
+    tensor_count: NonNeg
+    total_bytes: NonNeg  # tensor data, headers excluded
+    elements: NonNeg | None = None
+    by_dtype: list[CheckpointTally] = Field(default_factory=list)
+    by_component: list[CheckpointTally] = Field(default_factory=list)
+    by_role: list[CheckpointTally] = Field(default_factory=list)
+    metadata: dict[str, str] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    tensors: Annotated[list[CheckpointTensor], SkipValidation] = Field(
+        default_factory=list, exclude=True, repr=False)
 
 
 class ModelSpec(_Spec):
@@ -357,6 +430,7 @@ class ModelSpec(_Spec):
     quantization: Quantization | None = None
     max_context: Pos | None = None  # max_position_embeddings, where known
     notes: list[str] = Field(default_factory=list)
+    checkpoint: CheckpointFacts | None = None  # read from real files' headers, when given
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
