@@ -78,6 +78,8 @@ def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCoun
             quant = runtime_quantization(wanted)
     if spec.coarse is not None:
         return _coarse(spec, base, quant)
+    if spec.diffusion is not None:
+        return _diffusion(spec, base)
 
     groups = model_tensors(spec)
     moe = spec.decoder.moe if spec.decoder else None
@@ -94,9 +96,11 @@ def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCoun
     ]
     total = sum(c.parameters for c in components)
     active = sum(c.active for c in components)
+    # The token table the input goes through: the decoder's, or an encoder-only model's own.
+    token_stack = "decoder" if spec.decoder is not None else "encoder"
     embed = sum(g.parameters for g in groups
                 if g.component is Component.EMBEDDINGS and g.name.endswith("embed_tokens.weight")
-                and g.stack == "decoder")
+                and g.stack == token_stack)
     head = per.get(Component.LM_HEAD, [0])[0]
     expert_groups = [g for g in groups if g.experts]
     moe_layers = len({layer for g in expert_groups for layer in g.layers})
@@ -120,6 +124,30 @@ def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCoun
         weight_bytes=sum(c.weight_bytes for c in components),
         given=False,
         derived=[],
+    )
+
+
+_ROLES = {"text_encoder": Component.TEXT_ENCODER, "denoiser": Component.DENOISER,
+          "vae": Component.VAE}
+
+
+def _diffusion(spec: ModelSpec, base: str) -> ParameterCount:
+    """A diffusion pipeline: its parts' given counts, each at its own dtype (or `base`)."""
+    assert spec.diffusion is not None
+    rows: dict[Component, list[int]] = {}
+    for part in spec.diffusion.parts:
+        dtype = normalize_dtype(part.dtype) if part.dtype else base
+        row = rows.setdefault(_ROLES[part.role], [0, 0])
+        row[0] += part.parameters
+        row[1] += -(-part.parameters * dtype_bits(dtype) // 8)
+    components = [ComponentCount(component=c, parameters=v[0], active=v[0], weight_bytes=v[1])
+                  for c, v in rows.items()]
+    total = sum(c.parameters for c in components)
+    return ParameterCount(
+        total=total, active=total, input_embedding=0, lm_head=0,
+        active_excluding_input_embedding=total, by_component=components, weight_dtype=base,
+        quantization=None, weight_bytes=sum(c.weight_bytes for c in components), given=True,
+        derived=["total", "weight_bytes"],
     )
 
 

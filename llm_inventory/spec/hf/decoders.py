@@ -37,6 +37,32 @@ def layer_types(c: HFConfig) -> list[LayerKind] | None:
     return kinds
 
 
+def rope_cache_positions(c: HFConfig, scaled: bool = True) -> list[int] | None:
+    """Length of the cos/sin cache vLLM's rotary embedding precomputes for this config.
+
+    Linear and dynamic-NTK scaling extend it to max_position_embeddings × factor; YaRN (and
+    DeepSeek's YaRN) to original_max_position_embeddings × factor; Llama 3, LongRoPE,
+    mRoPE and unscaled RoPE keep max_position_embeddings.
+    """
+    positions = c.opt_integer("max_position_embeddings")
+    if positions is None:
+        return None
+    rope = c.raw("rope_scaling") or c.raw("rope_parameters")
+    if not scaled or not isinstance(rope, dict):
+        return [positions]
+    kind = str(rope.get("rope_type") or rope.get("type") or "default")
+    factor = rope.get("factor")
+    if not isinstance(factor, int | float) or factor <= 0:
+        return [positions]
+    if kind in ("linear", "dynamic"):
+        return [int(positions * factor)]
+    if kind in ("yarn", "deepseek_yarn"):
+        original = rope.get("original_max_position_embeddings")
+        if isinstance(original, int) and original > 0:
+            return [int(original * factor)]
+    return [positions]
+
+
 def core(c: HFConfig, **overrides: Any) -> dict[str, Any]:
     """Fields every Llama-like decoder shares, read with transformers' usual defaults."""
     hidden = c.integer("hidden_size")
@@ -54,6 +80,7 @@ def core(c: HFConfig, **overrides: Any) -> dict[str, Any]:
         "o_bias": c.flag("attention_bias", False),
         "mlp_bias": c.flag("mlp_bias", False),
         "partial_rotary_factor": c.number("partial_rotary_factor", 1.0),
+        "rope_cache_positions": rope_cache_positions(c),
     }
     fields.update(overrides)
     return fields
@@ -270,10 +297,14 @@ def gemma3_text(c: HFConfig) -> ModelSpec:
     if kinds is None:
         pattern = c.integer("sliding_window_pattern", 6)
         kinds = [LayerKind.SLIDING] * (pattern - 1) + [LayerKind.FULL]
+    # Two rotary embeddings: the local (sliding) layers' unscaled one, the global layers'
+    # scaled one (rope_scaling applies to global attention only).
+    local, scaled = rope_cache_positions(c, scaled=False), rope_cache_positions(c)
+    caches = [*local, *scaled] if local and scaled else None
     stack = Stack(**core(
         c, head_dim=c.integer("head_dim", 256), norms_per_layer=4, qk_norm="head",
         layer_types=kinds, sliding_window=c.integer("sliding_window", 4096),
-        tied_embeddings=c.flag("tie_word_embeddings", True),
+        tied_embeddings=c.flag("tie_word_embeddings", True), rope_cache_positions=caches,
     ))
     return decoder_model(c, stack)
 
