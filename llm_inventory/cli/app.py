@@ -130,18 +130,21 @@ def root(
 
 
 # --- commands, in the order `inventory --help` lists them ---------------------------------
-from llm_inventory.cli import kv  # noqa: E402
+from llm_inventory.cli import (  # noqa: E402
+    devices,
+    kv,
+    models,
+    route,
+    sample,
+    schema,
+)
 
 app.command("kv")(kv.kv)
-from llm_inventory.cli import devices  # noqa: E402
-
+app.command("models")(models.models)
 app.command("devices")(devices.devices)
-from llm_inventory.cli import route  # noqa: E402
-
 app.command("route")(route.route)
-from llm_inventory.cli import sample  # noqa: E402
-
 app.command("sample")(sample.sample)
+app.command("schema")(schema.schema)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
