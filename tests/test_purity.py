@@ -7,6 +7,10 @@ import subprocess
 import sys
 
 ENGINE_MODULES = [
+    "llm_inventory.engine.checkpoint_compare",
+    "llm_inventory.engine.inventory",
+    "llm_inventory.engine.placement",
+    "llm_inventory.engine.roofline",
     "llm_inventory.engine.state",
     "llm_inventory.engine.parallel",
     "llm_inventory.engine.routing",

@@ -132,14 +132,19 @@ def root(
 # --- commands, in the order `inventory --help` lists them ---------------------------------
 from llm_inventory.cli import (  # noqa: E402
     devices,
+    inventory,
     kv,
     models,
+    placement,
     route,
     sample,
     schema,
 )
 
 app.command("kv")(kv.kv)
+app.command("inventory")(inventory.inventory)
+app.command("placement")(placement.placement)
+app.command("compare")(inventory.compare)
 app.command("models")(models.models)
 app.command("devices")(devices.devices)
 app.command("route")(route.route)

@@ -59,3 +59,58 @@ UnitsOption = Annotated[
 
 def units_of(value: Units) -> UnitSystem:
     return "si" if value is Units.SI else "iec"
+
+
+def parse_image_size(text: str | None) -> tuple[int, int] | None:
+    """`448x448`, `448×448` or `448` (square), in pixels; None passes through."""
+    import re
+
+    from llm_inventory.errors import InputError
+
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*(?:[x×X]\s*(\d+))?\s*", text)
+    if match is None:
+        raise InputError("image_size", f"expected WIDTHxHEIGHT or a side in pixels, got "
+                         f"{text!r}")
+    width = int(match[1])
+    height = int(match[2] or match[1])
+    if width < 1 or height < 1:
+        raise InputError("image_size", f"sizes must be positive, got {text!r}")
+    return width, height
+
+
+ContextOption = Annotated[
+    int,
+    typer.Option(
+        "--context", "--max-model-len", parser=tokens_parser("context"), metavar="TOKENS",
+        help="Positions per sequence (text + media): 8000, 8k, 32K …",
+    ),
+]
+DtypeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="Serve weights at this dtype (bf16, fp16, fp32; fp8/int8/int4 quantize matmul "
+             "weights as an engine would). Default: the checkpoint as stored.",
+    ),
+]
+KvDtypeOption = Annotated[
+    str | None,
+    typer.Option("--kv-dtype", help="KV cache dtype (default: the model's dtype)."),
+]
+
+ImagesOption = Annotated[int, typer.Option(min=0, help="Media items per request (images, clips).")]
+ImageSizeOption = Annotated[
+    str | None,
+    typer.Option("--image-size", metavar="WxH",
+                 help="Image size in pixels, e.g. 448x448 (default: the encoder's)."),
+]
+PatchOption = Annotated[int | None, typer.Option("--patch", min=1, help="Patch size, px.")]
+MergeOption = Annotated[
+    int | None, typer.Option(min=1, help="Spatial merge: m × m patches become one token.")
+]
+FramesOption = Annotated[int, typer.Option(min=1, help="Video frames per item.")]
+TemporalOption = Annotated[
+    int | None, typer.Option("--temporal-patch", min=1, help="Frames folded into one patch.")
+]

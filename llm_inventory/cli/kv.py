@@ -8,8 +8,15 @@ import typer
 
 from llm_inventory.cli.common import (
     FormatOption,
+    FramesOption,
+    ImageSizeOption,
+    ImagesOption,
+    MergeOption,
+    PatchOption,
+    TemporalOption,
     UnitsOption,
     bytes_parser,
+    parse_image_size,
     tokens_parser,
     units_of,
 )
@@ -21,7 +28,8 @@ def kv(
         str | None,
         typer.Option(
             "--model", "-m", metavar="MODEL",
-            help="Take the layers from a model: a preset, a YAML file, a config.json or folder.",
+            help="Take the layers from a model: a preset, a YAML file, a config.json, a model "
+                 "or Hub cache folder, or a GGUF file.",
         ),
     ] = None,
     layers: Annotated[
@@ -72,6 +80,12 @@ def kv(
             help="Exit 1 when one device's share exceeds SIZE (80GiB, 141GB, bytes).",
         ),
     ] = None,
+    images: ImagesOption = 0,
+    image_size: ImageSizeOption = None,
+    patch: PatchOption = None,
+    merge: MergeOption = None,
+    frames: FramesOption = 1,
+    temporal_patch: TemporalOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -79,7 +93,9 @@ def kv(
 
     Defaults are the dense decoder of the worked example: 80 layers, 8 KV heads, head
     dimension 128, BF16, 8,000 tokens. With --model the layers (and their kinds: sliding
-    windows, MLA latents, Mamba state, cross-attention) come from the model.
+    windows, MLA latents, Mamba state, cross-attention) come from the model, and --images
+    adds the feature tokens a vision encoder produces (in the context, or as cross-attention
+    state for models that read media through cross-attention).
 
     Example: inventory kv --layers 80 --tokens 8000 --tp 4
     """
@@ -99,12 +115,42 @@ def kv(
         from llm_inventory.spec.loader import load_model
 
         spec = load_model(model)
-        stack = state_layers(spec)
+        media = spec.encoder.media if spec.encoder is not None else None
+        decoder = spec.decoder
+        cross = decoder is not None and (decoder.cross_attention or any(
+            kind.value == "cross" for kind in decoder.kinds()))
+        media_tokens = 0
+        pixels = parse_image_size(image_size)
+        if images or pixels or patch:
+            if media is None or spec.family.value == "encoder":
+                raise InputError("images", f"{spec.name} has no media encoder")
+            from llm_inventory.engine.media import feature_tokens
+
+            geometry = feature_tokens(
+                media, width=pixels[0] if pixels else None,
+                height=pixels[1] if pixels else None, frames=frames,
+                patch_size=patch, merge=merge, temporal_patch=temporal_patch)
+            media_tokens = geometry.feature_tokens * max(images, 1)
+        encoder_tokens = 0
+        if cross and media is not None:
+            from llm_inventory.engine.media import feature_tokens as item_tokens
+
+            encoder_tokens = media_tokens or (
+                media.tokens_per_item or item_tokens(media).feature_tokens)
+        if not cross:
+            tokens += media_tokens
+        stack = state_layers(spec, encoder_tokens=encoder_tokens)
         if not stack:
+            if spec.coarse is not None and spec.family.value not in ("encoder", "diffusion"):
+                why = spec.notes[0] if spec.notes else "only totals are known"
+                raise InputError("model", f"{spec.name}: its layer shapes are unknown ({why}); "
+                                 "give the shape flags instead of --model")
             raise InputError("model", f"{spec.name} ({spec.family}) keeps no per-sequence "
                              "state: it has no decode loop")
         kv_dtype = dtype or spec.dtype
     else:
+        if images or image_size or patch:
+            raise InputError("images", "media need a model with an encoder: add --model")
         chosen = [n for n in ("window", "chunk", "latent") if shape_flags[n] is not None]
         if len(chosen) > 1:
             raise InputError(chosen[1], f"choose one of --window, --chunk, --latent, not "

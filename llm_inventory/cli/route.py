@@ -17,6 +17,11 @@ from llm_inventory.render.output import OutputFormat, Units
 
 
 def route(
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", metavar="MODEL",
+                     help="Take experts, top-k, hidden size and expert bytes from a model."),
+    ] = None,
     experts: Annotated[
         int | None, typer.Option(min=1, help="Routed experts per MoE layer (default 8).")
     ] = None,
@@ -56,8 +61,8 @@ def route(
         ),
     ] = None,
     moe_layers: Annotated[
-        int, typer.Option(min=1, help="MoE layers a decode step passes through.")
-    ] = 1,
+        int | None, typer.Option(min=1, help="MoE layers a decode step passes through (1).")
+    ] = None,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -71,6 +76,17 @@ def route(
 
     Example: inventory route --experts 8 --top-k 2 --tokens 16 --ep 4
     """
+    if model is not None:
+        from llm_inventory.engine.moe_shape import moe_shape
+        from llm_inventory.spec.loader import load_model
+
+        shape = moe_shape(load_model(model))
+        experts = experts or shape.experts
+        top_k = top_k or shape.top_k
+        hidden = hidden or shape.hidden
+        if expert_bytes is None:
+            expert_bytes = shape.expert_bytes
+        moe_layers = moe_layers or shape.moe_layers
     import math
 
     from pydantic import ValidationError
@@ -94,12 +110,12 @@ def route(
             hidden=4096 if hidden is None else hidden,
             dtype=dtype,
             expert_bytes=expert_bytes,
-            moe_layers=moe_layers,
+            moe_layers=1 if moe_layers is None else moe_layers,
         )
     except ValidationError as exc:
         raise from_validation(exc, "") from exc
     result = simulate_routing(request)
-    if moe_layers != 1 and expert_bytes is None:
+    if moe_layers not in (None, 1) and expert_bytes is None:
         warn("--moe-layers counts weight reads and needs --expert-bytes; it is ignored")
 
     def table() -> list[Any]:

@@ -133,6 +133,7 @@ class StateResult(BaseModel):
     """Persistent state for `sequences` sequences of `tokens` tokens."""
 
     schema_version: int = 1
+    layers: int  # decoder layers (a layer may keep two kinds, e.g. self and cross)
     tokens: int
     sequences: int
     dtype: str
@@ -281,6 +282,7 @@ def size_state(request: StateRequest) -> StateResult:
     bytes_per_sequence = sum(r.bytes_per_sequence for r in kinds)
     fixed = sum(r.bytes_per_sequence for r in kinds if r.kind not in PER_TOKEN_KINDS)
     return StateResult(
+        layers=_layer_count(request.layers),
         tokens=request.tokens,
         sequences=request.sequences,
         dtype=kv_dtype,

@@ -19,7 +19,7 @@ def exact(n: int) -> str:
 
 def state_tables(result: StateResult, units: UnitSystem) -> list[Table | Text]:
     """Summary table (exact bytes beside human sizes), then a row per kind when mixed."""
-    layers = sum(k.layers for k in result.kinds)
+    layers = result.layers
     title = (
         f"Persistent state · {_plural(layers, 'layer')} · {result.tokens:,} tokens × "
         f"{_plural(result.sequences, 'sequence')} · {result.dtype}"

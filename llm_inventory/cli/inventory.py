@@ -1,0 +1,137 @@
+"""`inventory inventory MODEL` and `inventory compare MODEL MODEL …`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from llm_inventory.cli.common import (
+    ContextOption,
+    DtypeOption,
+    FormatOption,
+    FramesOption,
+    ImageSizeOption,
+    ImagesOption,
+    KvDtypeOption,
+    MergeOption,
+    PatchOption,
+    TemporalOption,
+    UnitsOption,
+    parse_image_size,
+    tokens_parser,
+    units_of,
+)
+from llm_inventory.render.output import OutputFormat, Units
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.inventory import InventoryRequest
+
+PromptOption = Annotated[
+    int | None,
+    typer.Option(parser=tokens_parser("prompt_tokens"), metavar="TOKENS",
+                 help="Text prompt tokens for the prefill shapes (default 1,000)."),
+]
+BatchOption = Annotated[int, typer.Option(min=1, help="Decode batch: sequences per step.")]
+def _request(
+    context: int, prompt_tokens: int | None, batch: int, dtype: str | None,
+    kv_dtype: str | None, images: int, image_text: str | None, patch: int | None,
+    merge: int | None, frames: int, temporal_patch: int | None, device: str | None = None,
+) -> InventoryRequest:
+    from llm_inventory.engine.inventory import InventoryRequest
+    from llm_inventory.spec.devices import resolve_device
+
+    image_size = parse_image_size(image_text)
+    return InventoryRequest(
+        device=resolve_device(device) if device is not None else None,
+        context=context, prompt_tokens=prompt_tokens, batch=batch, dtype=dtype,
+        kv_dtype=kv_dtype, images=images,
+        image_width=image_size[0] if image_size else None,
+        image_height=image_size[1] if image_size else None,
+        patch_size=patch, merge=merge, frames=frames, temporal_patch=temporal_patch,
+    )
+
+
+def inventory(
+    model: Annotated[str, typer.Argument(
+        metavar="MODEL",
+        help="Preset, YAML model file, config.json, model or Hub cache folder, or GGUF file.")],
+    context: ContextOption = "8000",  # type: ignore[assignment]
+    prompt_tokens: PromptOption = None,
+    batch: BatchOption = 1,
+    dtype: DtypeOption = None,
+    kv_dtype: KvDtypeOption = None,
+    images: ImagesOption = 1,
+    image_size: ImageSizeOption = None,
+    patch: PatchOption = None,
+    merge: MergeOption = None,
+    frames: FramesOption = 1,
+    temporal_patch: TemporalOption = None,
+    device: Annotated[str | None, typer.Option(
+        "--device", "-d",
+        help="Show roofline timings on this device: its ridge point and where prefill and "
+             "decode fall.")] = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+    units: UnitsOption = Units.IEC,
+) -> None:
+    """The inventory of one topology: parameter bytes, persistent state, prefill and
+    decode shapes, conditional communication, and the stages a plan can place apart.
+
+    Example: inventory inventory examples/dense-70b.yaml --context 8000
+    """
+    from llm_inventory.engine.inventory import build_inventory
+    from llm_inventory.render.output import emit
+    from llm_inventory.spec.loader import load_model
+
+    spec = load_model(model)
+    request = _request(context, prompt_tokens, batch, dtype, kv_dtype, images, image_size,
+                       patch, merge, frames, temporal_patch, device)
+    result = build_inventory(spec, request)
+
+    def table() -> list[Any]:
+        from llm_inventory.render.inventory import inventory_tables
+
+        return inventory_tables(result, units_of(units))
+
+    emit(result, fmt, table)
+
+
+def compare(
+    models: Annotated[list[str], typer.Argument(
+        metavar="MODEL MODEL…", help="Two or more presets, model files or folders.")],
+    context: ContextOption = "8000",  # type: ignore[assignment]
+    prompt_tokens: PromptOption = None,
+    batch: BatchOption = 1,
+    dtype: DtypeOption = None,
+    kv_dtype: KvDtypeOption = None,
+    images: ImagesOption = 1,
+    image_size: ImageSizeOption = None,
+    patch: PatchOption = None,
+    merge: MergeOption = None,
+    frames: FramesOption = 1,
+    temporal_patch: TemporalOption = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+    units: UnitsOption = Units.IEC,
+) -> None:
+    """Topologies side by side: the same facts, one column each, rows aligned.
+    JSON is a list of inventories.
+
+    Example: inventory compare examples/dense-70b.yaml examples/moe-8x7b.yaml examples/vlm-2048.yaml
+    """
+    from llm_inventory.engine.inventory import build_inventory
+    from llm_inventory.errors import InputError
+    from llm_inventory.render.output import emit
+    from llm_inventory.spec.loader import load_model
+
+    if len(models) < 2:
+        raise InputError("models", "compare needs at least two models")
+    request = _request(context, prompt_tokens, batch, dtype, kv_dtype, images, image_size,
+                       patch, merge, frames, temporal_patch)
+    results = [build_inventory(load_model(m), request) for m in models]
+
+    def table() -> list[Any]:
+        from llm_inventory.render.inventory import compare_table
+
+        return compare_table(results, units_of(units))
+
+    emit(results, fmt, table)

@@ -1,0 +1,195 @@
+"""How a paged KV pool is cut into blocks, and how many requests it holds, as vLLM counts it.
+
+Rules (vLLM 0.19's KV cache manager):
+- One kind of attention (all full, or all MLA): a block holds `block_size` tokens of every
+  layer on the device; blocks = pool ÷ (block_size × bytes per token); tokens = blocks ×
+  block_size; a request needs ⌈max_model_len ÷ block_size⌉ blocks.
+- Mixed kinds (sliding or chunked beside full): layers are grouped by kind into groups of
+  g = the smallest kind's layer count, each kind's last group padded; one block id spans one
+  layer of every group position, so blocks = pool ÷ (block_size × per-layer bytes × g);
+  a full group needs ⌈max_model_len ÷ block_size⌉ blocks per request, a sliding group
+  ⌈min(W − 1 + max_num_batched_tokens, max_model_len) ÷ block_size⌉ + 1, a chunked group
+  ⌈min(C + max_num_batched_tokens, max_model_len) ÷ block_size⌉; the printed token count is
+  blocks ÷ groups × block_size, and maximum concurrency = blocks ÷ Σ blocks per request.
+- Fixed per-request state (Mamba, cross-attention) is charged whole to every request.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from llm_inventory.engine.state import StateKind, StateLayer
+from llm_inventory.units import bytes_for
+
+
+@dataclass(frozen=True, slots=True)
+class KvLayer:
+    """One layer's KV on one device: its kind, window and bytes per token (or fixed)."""
+
+    kind: StateKind
+    window: int | None = None
+    bytes_per_token: int = 0
+    fixed_bytes: int = 0
+
+
+class KvCapacity(BaseModel):
+    blocks: int
+    tokens: int
+    max_concurrency: float
+    bytes_per_token: int  # per device, what one more token of one sequence costs (all layers)
+    groups: int
+    request_blocks: int  # blocks one request at max_model_len needs
+    page_bytes: int  # bytes of one block id
+    fixed_bytes_per_request: int
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
+    """One layer of `run` on one TP rank."""
+    kind = run.kind
+    layer_dtype = run.dtype or dtype
+    if kind in (StateKind.FULL, StateKind.SLIDING, StateKind.CHUNKED):
+        heads = max(1, run.kv_heads // tp)
+        per = bytes_for(heads * (run.k_head_dim + run.v_head_dim), layer_dtype)
+        return KvLayer(kind=kind, window=run.window, bytes_per_token=per)
+    if kind is StateKind.MLA:
+        return KvLayer(kind=kind, bytes_per_token=bytes_for(run.latent_dim, layer_dtype))
+    if kind is StateKind.CROSS:
+        heads = max(1, run.kv_heads // tp)
+        fixed = bytes_for(heads * (run.k_head_dim + run.v_head_dim) * run.encoder_tokens,
+                          layer_dtype)
+        return KvLayer(kind=kind, fixed_bytes=fixed)
+    if kind is StateKind.RECURRENT:
+        return KvLayer(kind=kind, fixed_bytes=bytes_for(_cdiv(run.state_elements, tp),
+                                                        layer_dtype))
+    return None
+
+
+def device_layers_by_index(
+    layers: tuple[StateLayer, ...], tp: int, dtype: str, count: int
+) -> list[list[KvLayer]]:
+    """Per-layer KV of one TP rank, indexed by layer (a layer may keep two kinds).
+
+    Heads per rank are kv_heads ÷ tp, never below one; a split that does not divide the
+    heads is sized as if rounded down (it is illegal anyway, and reported so elsewhere).
+    """
+    out: list[list[KvLayer]] = [[] for _ in range(count)]
+    for run in layers:
+        layer = _device_layer(run, tp, dtype)
+        if layer is None:
+            continue
+        for index in range(run.first, min(run.first + run.count, count)):
+            out[index].append(layer)
+    return out
+
+
+def device_layers(layers: tuple[StateLayer, ...], tp: int, dtype: str,
+                  stage: range | None = None) -> list[KvLayer]:
+    """Per-layer KV of one TP rank (optionally only the layers of one pipeline stage)."""
+    count = max((run.first + run.count for run in layers), default=0)
+    by_index = device_layers_by_index(layers, tp, dtype, count)
+    indices = stage if stage is not None else range(count)
+    return [layer for index in indices if index < count for layer in by_index[index]]
+
+
+def _request_blocks(kind: StateKind, window: int | None, block: int, max_len: int,
+                    batched: int) -> int:
+    if kind is StateKind.SLIDING and window:
+        return _cdiv(min(window - 1 + batched, max_len), block) + 1
+    if kind is StateKind.CHUNKED and window:
+        return _cdiv(min(window + batched, max_len), block)
+    return _cdiv(max_len, block)
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLayout:
+    """How one device's pool is paged for a given max_model_len (see module rules)."""
+
+    page: int  # bytes of one block id (0: nothing is paged)
+    groups: int
+    need: int  # blocks one request at max_model_len needs
+    per_token: int
+    fixed: int  # bytes of fixed per-request state
+    block_size: int
+
+    def measure(self, pool_bytes: int) -> tuple[int, int, float]:
+        """(blocks, tokens, maximum concurrency) of a pool of `pool_bytes`."""
+        pool = max(0, pool_bytes)
+        if not self.page:
+            return 0, 0, (pool / self.fixed if self.fixed else 0.0)
+        blocks = pool // self.page
+        if self.fixed:
+            concurrency = pool / (self.need * self.page + self.fixed)
+        else:
+            concurrency = blocks / self.need
+        return blocks, blocks // self.groups * self.block_size, concurrency
+
+    def capacity(self, pool_bytes: int) -> KvCapacity:
+        blocks, tokens, concurrency = self.measure(pool_bytes)
+        return KvCapacity(blocks=blocks, tokens=tokens, max_concurrency=concurrency,
+                          bytes_per_token=self.per_token, groups=self.groups,
+                          request_blocks=self.need, page_bytes=self.page,
+                          fixed_bytes_per_request=self.fixed)
+
+
+def pool_layout(
+    layers: list[KvLayer] | tuple[KvLayer, ...], *, block_size: int, max_model_len: int,
+    max_num_batched_tokens: int,
+) -> PoolLayout:
+    """Page size, groups and per-request blocks of a device's layers."""
+    paged = [layer for layer in layers if layer.bytes_per_token]
+    fixed = sum(layer.fixed_bytes for layer in layers)
+    per_token = sum(layer.bytes_per_token for layer in paged)
+    if not paged:
+        return PoolLayout(page=0, groups=0, need=0, per_token=0, fixed=fixed,
+                          block_size=block_size)
+    kinds = Counter((layer.kind, layer.window) for layer in paged)
+    if len(kinds) == 1:
+        page = block_size * per_token
+        groups = 1
+        need = _request_blocks(paged[0].kind, paged[0].window, block_size, max_model_len,
+                               max_num_batched_tokens)
+    else:
+        g = min(kinds.values())
+        widest = max(layer.bytes_per_token for layer in paged)
+        page = block_size * widest * g
+        groups = need = 0
+        for (kind, window), count in kinds.items():
+            n = _cdiv(count, g)
+            groups += n
+            need += n * _request_blocks(kind, window, block_size, max_model_len,
+                                        max_num_batched_tokens)
+    return PoolLayout(page=page, groups=groups, need=need, per_token=per_token, fixed=fixed,
+                      block_size=block_size)
+
+
+def kv_capacity(
+    layers: list[KvLayer], pool_bytes: int, *, block_size: int, max_model_len: int,
+    max_num_batched_tokens: int,
+) -> KvCapacity:
+    """Blocks, tokens and maximum concurrency of a device's KV pool (see module rules)."""
+    return pool_layout(layers, block_size=block_size, max_model_len=max_model_len,
+                       max_num_batched_tokens=max_num_batched_tokens).capacity(pool_bytes)
+
+
+def longest_context(
+    layers: list[KvLayer], pool_bytes: int, *, block_size: int, max_num_batched_tokens: int,
+    upper: int,
+) -> int:
+    """The longest max_model_len one request fits into the pool (0 when none does)."""
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        cap = kv_capacity(layers, pool_bytes, block_size=block_size, max_model_len=mid,
+                          max_num_batched_tokens=max_num_batched_tokens)
+        if cap.max_concurrency >= 1:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -1,0 +1,142 @@
+"""Roofline timings for a plan: estimates, labelled as such.
+
+Rules:
+- A phase takes max(FLOPs ÷ (devices × peak FLOP/s × compute efficiency),
+  bytes read ÷ (devices × memory bandwidth × bandwidth efficiency)) on the devices that
+  share it (the TP ranks; pipeline stages run one after another, so PP adds no speed to a
+  single request), plus the TP all-reduces it cannot hide (2 per layer, a ring moving
+  2 × (tp − 1) / tp of the payload over the intra-node link). The larger term names the
+  bound: compute, memory bandwidth, or communication.
+- Peak FLOP/s: the device's FP8 rate when weights are 8-bit or narrower and the device has
+  one, else BF16. The ridge point is peak ÷ bandwidth (FLOP per byte): a phase whose
+  arithmetic intensity sits below it is bandwidth-bound.
+- Prefill of one prompt gives the time to first token (plus the encoder's work for media);
+  a decode step at batch B gives the time per output token; tokens per second per replica =
+  B ÷ step time, per device = that ÷ devices.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_inventory.spec.devices import Device
+
+Bound = Literal["compute", "memory bandwidth", "communication"]
+
+
+class Efficiency(BaseModel):
+    """Fractions of peak a real engine reaches; defaults are typical, not measured here."""
+
+    model_config = ConfigDict(frozen=True)
+
+    compute: float = Field(default=0.5, gt=0, le=1)  # model FLOPs utilisation in prefill
+    bandwidth: float = Field(default=0.8, gt=0, le=1)  # of peak memory bandwidth in decode
+    link: float = Field(default=0.7, gt=0, le=1)  # of link bandwidth for all-reduces
+
+
+class PhaseTime(BaseModel):
+    seconds: float
+    compute_s: float
+    memory_s: float
+    communication_s: float
+    bound: Bound
+    arithmetic_intensity: float
+
+
+class Timing(BaseModel):
+    """Roofline estimate for one replica of a plan."""
+
+    estimate: str
+    device: str
+    peak_flops: int  # the rate used (FP8 or BF16)
+    memory_bandwidth_bytes_per_s: int
+    ridge_flops_per_byte: float
+    batch: int
+    prompt_tokens: int
+    prefill_s: float
+    decode_step_s: float
+    ttft_s: float
+    tpot_s: float
+    prefill_bound: Bound
+    decode_bound: Bound
+    prefill_intensity: float
+    decode_intensity: float
+    tokens_per_s_per_replica: float
+    tokens_per_s_per_device: float
+    efficiency: Efficiency
+
+
+def peak_flops(device: Device, weight_bits: int) -> int | None:
+    """The matmul rate a phase runs at: FP8 for ≤ 8-bit weights when the device has it."""
+    if weight_bits <= 8 and device.fp8_flops:
+        return int(device.fp8_flops)
+    return int(device.bf16_flops) if device.bf16_flops else None
+
+
+def phase_time(
+    *, flops: int, bytes_per_device: int, allreduce_bytes: int, tp: int, peak: int,
+    bandwidth: int, link_bandwidth: int | None, efficiency: Efficiency,
+) -> PhaseTime:
+    """One phase whose `flops` `tp` devices share and of which each device reads
+    `bytes_per_device` (summed over pipeline stages, which run one after another)."""
+    compute = flops / (tp * peak * efficiency.compute)
+    memory = bytes_per_device / (bandwidth * efficiency.bandwidth)
+    comm = 0.0
+    if tp > 1 and allreduce_bytes and link_bandwidth:
+        comm = allreduce_bytes * 2 * (tp - 1) / tp / (link_bandwidth * efficiency.link)
+    work = max(compute, memory)
+    bound: Bound = "compute" if compute >= memory else "memory bandwidth"
+    if comm > work:
+        bound = "communication"
+    read = bytes_per_device * tp
+    return PhaseTime(seconds=work + comm, compute_s=compute, memory_s=memory,
+                     communication_s=comm, bound=bound,
+                     arithmetic_intensity=flops / read if read else 0.0)
+
+
+def roofline(
+    device: Device, *, tp: int, devices_per_replica: int, weight_bits: int, batch: int,
+    prompt_tokens: int, prefill_flops: int, prefill_bytes_per_device: int,
+    prefill_allreduce: int, decode_flops: int, decode_bytes_per_device: int,
+    decode_allreduce: int, encoder_flops: int = 0,
+    efficiency: Efficiency | None = None,
+) -> Timing | None:
+    """Prefill, decode step, TTFT, TPOT and throughput; None when the device lacks figures."""
+    eff = efficiency or Efficiency()
+    peak = peak_flops(device, weight_bits)
+    bandwidth = device.memory_bandwidth_bytes_per_s
+    if peak is None or not bandwidth:
+        return None
+    link = device.intra_node_bandwidth_bytes_per_s
+    prefill = phase_time(flops=prefill_flops, bytes_per_device=prefill_bytes_per_device,
+                         allreduce_bytes=prefill_allreduce, tp=tp, peak=peak,
+                         bandwidth=bandwidth, link_bandwidth=link, efficiency=eff)
+    decode = phase_time(flops=decode_flops, bytes_per_device=decode_bytes_per_device,
+                        allreduce_bytes=decode_allreduce, tp=tp, peak=peak,
+                        bandwidth=bandwidth, link_bandwidth=link, efficiency=eff)
+    encoder_s = encoder_flops / (tp * peak * eff.compute) if encoder_flops else 0.0
+    per_replica = batch / decode.seconds if decode.seconds else 0.0
+    return Timing(
+        estimate=(f"roofline estimate at {eff.compute:.0%} of peak FLOP/s, "
+                  f"{eff.bandwidth:.0%} of memory bandwidth and {eff.link:.0%} of link "
+                  "bandwidth; no scheduling, launch or kernel overheads"),
+        device=device.id,
+        peak_flops=peak,
+        memory_bandwidth_bytes_per_s=bandwidth,
+        ridge_flops_per_byte=peak / bandwidth,
+        batch=batch,
+        prompt_tokens=prompt_tokens,
+        prefill_s=prefill.seconds,
+        decode_step_s=decode.seconds,
+        ttft_s=prefill.seconds + encoder_s,
+        tpot_s=decode.seconds,
+        prefill_bound=prefill.bound,
+        decode_bound=decode.bound,
+        prefill_intensity=prefill.arithmetic_intensity,
+        decode_intensity=decode.arithmetic_intensity,
+        tokens_per_s_per_replica=per_replica,
+        tokens_per_s_per_device=per_replica / max(1, devices_per_replica),
+        efficiency=eff,
+    )

@@ -1,0 +1,208 @@
+"""The work a pass creates: GEMM shapes, FLOPs, bytes read and arithmetic intensity.
+
+Rules:
+- Every matmul weight of shape out × in is one GEMM of M × N × K = tokens × out × in per
+  copy; 2 × M × N × K FLOPs. Prefill runs M = prompt tokens per sequence; a decode step runs
+  M = batch (one new position per sequence).
+- Routed experts: a token runs top_k of them, so expert GEMMs see tokens × top_k / experts
+  rows each on average, and a decode step reads only the experts its batch touches:
+  E × (1 − (1 − k/E)^B) of them under uniform routing.
+- The lm_head computes logits only where a token is sampled: one row per sequence in
+  prefill, one per sequence per decode step.
+- Attention scores (QKᵀ and AV) add 2 × heads × (k_dim + v_dim) FLOPs per attended position:
+  a token at position t attends min(t, window) positions (the encoder's tokens for
+  cross-attention); Mamba mixers add a scan of about 6 × d_inner × d_state per token.
+- Bytes read by a decode step: every weight once (routed experts only as touched; the
+  embedding table only the rows looked up) plus every sequence's state.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from llm_inventory.engine.routing import expected_distinct_experts
+from llm_inventory.engine.tensors import TensorGroup, ssm_dims
+from llm_inventory.engine.weights import group_bytes
+from llm_inventory.spec.model import Component, LayerKind, ModelSpec, Quantization, Stack
+
+
+class Gemm(BaseModel):
+    """One GEMM shape, repeated `count` times in the pass (layers, experts)."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+    count: int
+    flops: int
+
+
+class PhaseWork(BaseModel):
+    """The work of one prefill (per sequence) or one decode step (for the whole batch)."""
+
+    phase: Literal["prefill", "decode"]
+    tokens: int  # rows the GEMMs see (prompt tokens, or the decode batch)
+    sequences: int
+    context: int  # positions attended by the last token
+    gemms: list[Gemm]
+    matmul_flops: int
+    attention_flops: int
+    flops: int
+    flops_per_token: int
+    weight_bytes_read: int
+    state_bytes_read: int
+    bytes_read: int
+    arithmetic_intensity: float  # FLOPs per byte read
+    experts_touched: float | None = None  # routed experts one MoE layer runs
+
+
+def _attended(kind: LayerKind, stack: Stack, position: int) -> int:
+    if kind is LayerKind.SLIDING and stack.sliding_window:
+        return min(position, stack.sliding_window)
+    if kind is LayerKind.CHUNKED and stack.chunk_size:
+        return min(position, stack.chunk_size)
+    return position
+
+
+def _score_width(stack: Stack, kind: LayerKind) -> int:
+    """FLOPs per attended position per token in one layer: 2 × heads × (k + v) dims."""
+    heads = stack.heads or 0
+    if kind is LayerKind.MLA and stack.mla is not None:
+        m = stack.mla
+        return 2 * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    return 2 * heads * (stack.k_dim + stack.v_dim)
+
+
+def _sum_attended(kind: LayerKind, stack: Stack, start: int, stop: int) -> int:
+    """Σ over positions t in (start, stop] of the positions a token at t attends."""
+    cap = None
+    if kind is LayerKind.SLIDING:
+        cap = stack.sliding_window
+    elif kind is LayerKind.CHUNKED:
+        cap = stack.chunk_size
+
+    def upto(n: int) -> int:  # Σ_{t=1..n} min(t, cap)
+        if cap is None or n <= cap:
+            return n * (n + 1) // 2
+        return cap * (cap + 1) // 2 + (n - cap) * cap
+
+    return upto(stop) - upto(start)
+
+
+def attention_flops(
+    stack: Stack, *, start: int, stop: int, sequences: int, encoder_tokens: int
+) -> int:
+    """Score FLOPs for positions start+1 … stop of `sequences` sequences, every layer."""
+    total = 0
+    for kind in stack.kinds():
+        if kind is LayerKind.MAMBA:
+            assert stack.ssm is not None
+            d_inner, _, _, _ = ssm_dims(stack)
+            total += 6 * d_inner * stack.ssm.d_state * (stop - start)
+            continue
+        if kind is LayerKind.CROSS:
+            total += _score_width(stack, kind) * encoder_tokens * (stop - start)
+            continue
+        total += _score_width(stack, kind) * _sum_attended(kind, stack, start, stop)
+        if stack.cross_attention:
+            total += _score_width(stack, LayerKind.CROSS) * encoder_tokens * (stop - start)
+    return total * sequences
+
+
+def _gemm(group: TensorGroup, rows: int, top_k: int | None) -> Gemm | None:
+    if not group.linear or len(group.shape) < 2:
+        return None
+    out, inp = group.shape[-2], group.shape[-1]
+    count = group.copies
+    m = rows
+    if group.experts:
+        count *= group.experts
+        m = -(-rows * (top_k or 1) // group.experts)
+        flops = 2 * rows * (top_k or 1) * out * inp * group.copies
+    else:
+        flops = 2 * m * out * inp * count
+    name = group.name.replace("model.layers.{i}.", "").replace(".weight", "")
+    return Gemm(name=name, m=m, n=out, k=inp, count=count, flops=flops)
+
+
+def phase_work(
+    spec: ModelSpec,
+    groups: list[TensorGroup],
+    *,
+    phase: Literal["prefill", "decode"],
+    tokens: int,
+    sequences: int,
+    context: int,
+    state_bytes: int,
+    dtype: str,
+    quant: Quantization | None,
+    encoder_tokens: int = 0,
+) -> PhaseWork:
+    """The work of one phase on the decoder (see the module rules).
+
+    Prefill: `tokens` prompt positions of each of `sequences` sequences. Decode: one step of a
+    batch of `sequences`, each at `context` positions, holding `state_bytes` of state each.
+    """
+    stack = spec.decoder
+    moe = stack.moe if stack else None
+    top_k = moe.top_k if moe else None
+    rows = tokens * sequences if phase == "prefill" else sequences
+    gemms: list[Gemm] = []
+    weight_bytes = 0
+    touched: float | None = None
+    for group in groups:
+        if group.stack != "decoder":
+            continue
+        nbytes = group_bytes(group, dtype, quant)
+        if group.component is Component.LM_HEAD:
+            lm_rows = sequences
+            gemm = _gemm(group, lm_rows, None)
+            if gemm is None:  # lm_head bias
+                weight_bytes += nbytes
+                continue
+            gemms.append(gemm)
+            weight_bytes += nbytes
+            continue
+        if group.component is Component.EMBEDDINGS:
+            if group.shape[0] > 0:  # only the looked-up rows are read
+                weight_bytes += min(nbytes, -(-nbytes * rows // group.shape[0]))
+            continue
+        gemm = _gemm(group, rows, top_k)
+        if gemm is not None:
+            gemms.append(gemm)
+        if group.experts and top_k:
+            touched = expected_distinct_experts(group.experts, top_k, rows)
+            weight_bytes += int(nbytes * touched / group.experts)
+        else:
+            weight_bytes += nbytes
+    if stack is not None and spec.decoder is not None and stack.shaped:
+        if phase == "prefill":
+            attn = attention_flops(stack, start=0, stop=tokens, sequences=sequences,
+                                   encoder_tokens=encoder_tokens)
+        else:
+            attn = attention_flops(stack, start=context - 1, stop=context,
+                                   sequences=sequences, encoder_tokens=encoder_tokens)
+    else:
+        attn = 0
+    matmul = sum(g.flops for g in gemms)
+    flops = matmul + attn
+    state_read = state_bytes * sequences if phase == "decode" else 0
+    read = weight_bytes + state_read
+    return PhaseWork(
+        phase=phase,
+        tokens=rows,
+        sequences=sequences,
+        context=context,
+        gemms=gemms,
+        matmul_flops=matmul,
+        attention_flops=attn,
+        flops=flops,
+        flops_per_token=flops // max(1, rows),
+        weight_bytes_read=weight_bytes,
+        state_bytes_read=state_read,
+        bytes_read=read,
+        arithmetic_intensity=flops / read if read else 0.0,
+        experts_touched=touched,
+    )

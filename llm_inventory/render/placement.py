@@ -1,0 +1,93 @@
+"""Tables for `inventory placement`."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from llm_inventory.engine.placement import PlacementResult, Plan
+from llm_inventory.units import UnitSystem, format_bytes
+
+
+def _split(plan: Plan) -> str:
+    text = f"tp{plan.tp} pp{plan.pp}"
+    if plan.ep > 1:
+        text += f" ep{plan.ep}"
+    return text + f" ×{plan.dp}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:,.0f} ms" if value >= 0.01 else f"{value * 1000:.2f} ms"
+
+
+def _times(plan: Plan) -> tuple[str, str, str]:
+    t = plan.timing
+    if t is None:
+        return "—", "—", "—"
+    return _seconds(t.ttft_s), _seconds(t.tpot_s), f"{t.tokens_per_s_per_device:,.0f}"
+
+
+def _verdict(plan: Plan) -> Text:
+    if not plan.legal:
+        return Text("illegal", style="red")
+    if plan.fits:
+        return Text("fits", style="green")
+    if plan.per_device is not None and plan.per_device.kv_pool_bytes <= 0:
+        return Text("weights do not fit", style="yellow")
+    return Text("workload does not fit", style="yellow")
+
+
+def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table | Text]:
+    head = Text(
+        f"{result.model} on {result.count} × {result.device} "
+        f"({format_bytes(result.device_memory_bytes, units)} each, "
+        f"{result.gpu_memory_utilization:g} usable) · {result.context:,} tokens × "
+        f"{result.concurrency} · weights {result.weight_dtype}, KV {result.kv_dtype}",
+        style="bold",
+    )
+    summary = Text(f"{result.candidates} candidate splits: {result.legal} legal, "
+                   f"{result.fitting} fit; showing {result.shown}")
+    table = Table()
+    for name in ("split", "serving", "devices", "verdict", "weights", "reserve*", "KV pool",
+                 "KV tokens", "max conc.", "state/seq", "TTFT†", "TPOT†", "tok/s/dev†"):
+        table.add_column(name, justify="left" if name in ("split", "serving", "verdict")
+                         else "right", no_wrap=name == "split")
+    notes: list[str] = []
+    for index, plan in enumerate(result.plans, start=1):
+        d = plan.per_device
+        size = (lambda n: format_bytes(n, units)) if d else None
+        table.add_row(
+            f"{index}. {_split(plan)}",
+            {"encoder": "encoder apart", "prefill/decode": "P/D pools"}.get(
+                plan.disaggregation or "", "aggregated"),
+            f"{plan.devices_per_replica}",
+            _verdict(plan),
+            size(d.weight_bytes) if size and d else "—",
+            size(d.reserve_bytes) if size and d else "—",
+            size(d.kv_pool_bytes) if size and d else "—",
+            f"{d.kv_capacity_tokens:,}" if d and d.kv_capacity_tokens else "—",
+            f"{plan.max_concurrency:,.2f}" if plan.max_concurrency is not None else "—",
+            size(d.state_bytes_per_sequence) if size and d else "—",
+            *(_times(plan)),
+        )
+        for reason in plan.reasons:
+            notes.append(f"{index}. illegal: {reason}")
+        for warning in plan.warnings:
+            notes.append(f"{index}. warning: {warning}")
+        if plan.legal and plan.fits_context is False:
+            notes.append(f"{index}. one request at {result.context:,} tokens does not fit; "
+                         f"the longest that does is {plan.longest_context:,}")
+        if plan.kv_handover_bytes:
+            handed = format_bytes(plan.kv_handover_bytes, units)
+            notes.append(f"{index}. each request hands {handed} of KV from the prefill pool "
+                         "to the decode pool")
+    parts: list[Table | Text] = [head, summary, table]
+    parts.append(Text("* reserve is an estimate: " + result.estimate, style="dim"))
+    timed = next((p.timing for p in result.plans if p.timing is not None), None)
+    if timed is not None:
+        parts.append(Text(
+            f"† {timed.estimate}; prefill of {timed.prompt_tokens:,} tokens, decode at the "
+            "batch one engine holds (or --batch), bounds in JSON", style="dim"))
+    if notes:
+        parts.append(Text("\n".join(notes)))
+    return parts
