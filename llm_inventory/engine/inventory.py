@@ -321,7 +321,8 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
             media_in_context=not cross,
             sampler=sampler_state(),
         )
-    if stack is not None and stack.shaped and spec.coarse is None:
+    coarse = params if spec.coarse is not None else None
+    if stack is not None and stack.shaped:
         text = request.prompt_tokens or min(1000, request.context - (0 if cross else
                                                                         media_tokens))
         prompt = text + (0 if cross else media_tokens)
@@ -331,10 +332,11 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
         per_seq = state.bytes_per_sequence if state else 0
         prefill = phase_work(spec, groups, phase="prefill", tokens=prompt, sequences=1,
                              context=prompt, state_bytes=0, dtype=weight_dtype, quant=quant,
-                             encoder_tokens=media_tokens if cross else 0)
+                             encoder_tokens=media_tokens if cross else 0, coarse=coarse)
         decode = phase_work(spec, groups, phase="decode", tokens=1, sequences=request.batch,
                             context=request.context, state_bytes=per_seq, dtype=weight_dtype,
-                            quant=quant, encoder_tokens=media_tokens if cross else 0)
+                            quant=quant, encoder_tokens=media_tokens if cross else 0,
+                            coarse=coarse)
         prompt_state = None
         if layers:
             prompt_state = size_state(StateRequest(layers=layers, tokens=prompt,

@@ -143,6 +143,18 @@ class Plan(BaseModel):
     timing: Timing | None = None  # roofline estimate for one replica
 
 
+class WidthSummary(BaseModel):
+    """One tensor-parallel width at pp 1, without disaggregation: the seed's way of asking."""
+
+    tp: int
+    legal: bool
+    fits: bool
+    weight_bytes: int  # per device
+    state_bytes_per_sequence: int  # one request at `context`, per device
+    max_concurrency: float | None
+    why: str | None  # the first reason it is illegal, or why it does not fit
+
+
 class PlacementResult(BaseModel):
     schema_version: int = 1
     model: str
@@ -163,6 +175,9 @@ class PlacementResult(BaseModel):
     legal: int
     fitting: int
     shown: int
+    model_weight_bytes: int  # one whole replica's weights
+    usable_bytes: int  # per device
+    widths: list[WidthSummary]
     plans: list[Plan]
 
 
@@ -426,6 +441,8 @@ class _Search:
             return layout.padded_experts.rank_bytes(tp, ep, 0, self.layers)
         share = _fullest(self.experts, ep) / self.experts if ep > 1 and self.experts \
             else 1 / tp
+        if layout.coarse_total is not None:
+            return layout.coarse_experts * share
         return sum(layout.expert) * share
 
     # ---- legality -------------------------------------------------------------------------
@@ -761,6 +778,7 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
     for candidate in shown_pool[:limit]:
         search.evaluate(candidate)
     plans = [_to_plan(search, c) for c in shown_pool[:limit]]
+    widths = _widths(search, judged)
     return PlacementResult(
         model=spec.name,
         device=request.device.id,
@@ -785,8 +803,36 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
         legal=len(legal),
         fitting=len(fitting),
         shown=len(plans),
+        model_weight_bytes=count_parameters(spec, request.dtype).weight_bytes
+        if spec.checkpoint is None or request.dtype is not None
+        else sum(search.stage_weights(1, 1, 1)[0]) - search.layout.buffers,
+        usable_bytes=search.usable,
+        widths=widths,
         plans=plans,
     )
+
+
+def _widths(search: _Search, judged: list[_Candidate]) -> list[WidthSummary]:
+    """Each TP width at pp 1 (no EP, no disaggregation), in order."""
+    rows = []
+    for c in judged:
+        if c.pp != 1 or c.ep != 1 or c.disaggregation is not None:
+            continue
+        search.evaluate(c)
+        layers = list(search.kv_layers(c.tp, 0, search.layers))
+        state = _sequence_bytes(layers, search.request.context, search.request.block_size)
+        why = c.reasons[0] if c.reasons else None
+        if why is None and not c.fits:
+            pool = c.stage_pools[c.binding]
+            why = ("the weights leave no room for the KV cache" if pool <= 0 else
+                   "one request at the context does not fit" if (c.concurrency or 0) < 1
+                   else "the workload's concurrency does not fit")
+        rows.append(WidthSummary(
+            tp=c.tp, legal=not c.reasons, fits=c.fits, weight_bytes=c.stage_weights[0],
+            state_bytes_per_sequence=state,
+            max_concurrency=round(c.concurrency, 2) if c.concurrency is not None else None,
+            why=why))
+    return sorted(rows, key=lambda r: r.tp)
 
 
 def _variants(search: _Search, judged: list[_Candidate]) -> Iterator[_Candidate]:
@@ -901,18 +947,19 @@ def _timing(search: _Search, c: _Candidate) -> Timing | None:
     from llm_inventory.engine.shapes import phase_work
 
     spec, request, s = search.spec, search.request, search.stack
-    if s is None or not s.shaped or spec.coarse is not None:
+    if s is None or not s.shaped:
         return None
+    coarse = count_parameters(spec, request.dtype) if spec.coarse is not None else None
     concurrency = int(c.concurrency or 0)
     batch = request.batch or max(1, min(concurrency, search.seqs))
     prompt = request.prompt_tokens or min(1000, request.context)
     groups = search.groups()
     prefill = phase_work(spec, groups, phase="prefill", tokens=prompt, sequences=1,
                          context=prompt, state_bytes=0, dtype=search.weight_dtype,
-                         quant=search.quant)
+                         quant=search.quant, coarse=coarse)
     decode = phase_work(spec, groups, phase="decode", tokens=1, sequences=batch,
                         context=request.context, state_bytes=0, dtype=search.weight_dtype,
-                        quant=search.quant)
+                        quant=search.quant, coarse=coarse)
     weights = sum(c.stage_weights)
     experts = search.expert_bytes(c.tp, c.ep)
     touched = 1.0

@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from llm_inventory.engine.params import ParameterCount
 from llm_inventory.engine.routing import expected_distinct_experts
 from llm_inventory.engine.tensors import TensorGroup, ssm_dims
 from llm_inventory.engine.weights import group_bytes
@@ -127,6 +128,16 @@ def _gemm(group: TensorGroup, rows: int, top_k: int | None) -> Gemm | None:
     return Gemm(name=name, m=m, n=out, k=inp, count=count, flops=flops)
 
 
+def _coarse_reads(params: ParameterCount, rows: int) -> tuple[int, float | None]:
+    """Weight bytes a step over `rows` rows reads, and experts touched, from totals alone."""
+    experts = sum(c.weight_bytes for c in params.by_component
+                  if c.component is Component.EXPERTS)
+    if not experts or not params.experts or not params.top_k:
+        return params.weight_bytes, None
+    touched = expected_distinct_experts(params.experts, params.top_k, rows)
+    return int(params.weight_bytes - experts * (1 - touched / params.experts)), touched
+
+
 def phase_work(
     spec: ModelSpec,
     groups: list[TensorGroup],
@@ -139,11 +150,14 @@ def phase_work(
     dtype: str,
     quant: Quantization | None,
     encoder_tokens: int = 0,
+    coarse: ParameterCount | None = None,
 ) -> PhaseWork:
     """The work of one phase on the decoder (see the module rules).
 
     Prefill: `tokens` prompt positions of each of `sequences` sequences. Decode: one step of a
     batch of `sequences`, each at `context` positions, holding `state_bytes` of state each.
+    A coarse model (only totals known, `coarse` its counted parameters) does 2 FLOPs per
+    active parameter per row and reads its weights (routed experts as the batch touches them).
     """
     stack = spec.decoder
     moe = stack.moe if stack else None
@@ -186,7 +200,11 @@ def phase_work(
                                    sequences=sequences, encoder_tokens=encoder_tokens)
     else:
         attn = 0
-    matmul = sum(g.flops for g in gemms)
+    if coarse is not None and not groups:
+        weight_bytes, touched = _coarse_reads(coarse, rows)
+        gemms = []
+    matmul = sum(g.flops for g in gemms) if coarse is None or groups else \
+        2 * coarse.active * rows
     flops = matmul + attn
     state_read = state_bytes * sequences if phase == "decode" else 0
     read = weight_bytes + state_read

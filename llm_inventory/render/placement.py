@@ -10,10 +10,10 @@ from llm_inventory.units import UnitSystem, format_bytes
 
 
 def _split(plan: Plan) -> str:
-    text = f"tp{plan.tp} pp{plan.pp}"
-    if plan.ep > 1:
-        text += f" ep{plan.ep}"
-    return text + f" ×{plan.dp}"
+    text = f"tp{plan.tp} pp{plan.pp}" + (f" ep{plan.ep}" if plan.ep > 1 else "")
+    text += f" ×{plan.dp}"
+    mode = {"encoder": " enc", "prefill/decode": " P/D"}.get(plan.disaggregation or "", "")
+    return text + mode
 
 
 def _seconds(value: float) -> str:
@@ -33,8 +33,8 @@ def _verdict(plan: Plan) -> Text:
     if plan.fits:
         return Text("fits", style="green")
     if plan.per_device is not None and plan.per_device.kv_pool_bytes <= 0:
-        return Text("weights do not fit", style="yellow")
-    return Text("workload does not fit", style="yellow")
+        return Text("no room", style="yellow")
+    return Text("too small", style="yellow")
 
 
 def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table | Text]:
@@ -46,29 +46,27 @@ def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table |
         style="bold",
     )
     summary = Text(f"{result.candidates} candidate splits: {result.legal} legal, "
-                   f"{result.fitting} fit; showing {result.shown}")
+                   f"{result.fitting} fit; showing {result.shown} (×N: replicas; P/D: separate "
+                   "prefill and decode pools; enc: encoder on its own device; conc.: requests "
+                   "at the context one engine holds)")
     table = Table()
-    for name in ("split", "serving", "devices", "verdict", "weights", "reserve*", "KV pool",
-                 "KV tokens", "max conc.", "state/seq", "TTFT†", "TPOT†", "tok/s/dev†"):
-        table.add_column(name, justify="left" if name in ("split", "serving", "verdict")
-                         else "right", no_wrap=name == "split")
+    for name in ("plan", "verdict", "weights", "reserve*", "KV pool", "KV tokens", "conc.",
+                 "time†"):
+        table.add_column(name, justify="left" if name in ("plan", "verdict") else "right",
+                         no_wrap=name in ("plan", "conc."))
     notes: list[str] = []
     for index, plan in enumerate(result.plans, start=1):
         d = plan.per_device
         size = (lambda n: format_bytes(n, units)) if d else None
         table.add_row(
             f"{index}. {_split(plan)}",
-            {"encoder": "encoder apart", "prefill/decode": "P/D pools"}.get(
-                plan.disaggregation or "", "aggregated"),
-            f"{plan.devices_per_replica}",
             _verdict(plan),
             size(d.weight_bytes) if size and d else "—",
             size(d.reserve_bytes) if size and d else "—",
             size(d.kv_pool_bytes) if size and d else "—",
             f"{d.kv_capacity_tokens:,}" if d and d.kv_capacity_tokens else "—",
-            f"{plan.max_concurrency:,.2f}" if plan.max_concurrency is not None else "—",
-            size(d.state_bytes_per_sequence) if size and d else "—",
-            *(_times(plan)),
+            f"{plan.max_concurrency:,.1f}" if plan.max_concurrency is not None else "—",
+            "/".join(_times(plan)[:2]).replace(" ms/", "/") if plan.timing else "—",
         )
         for reason in plan.reasons:
             notes.append(f"{index}. illegal: {reason}")
@@ -81,13 +79,29 @@ def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table |
             handed = format_bytes(plan.kv_handover_bytes, units)
             notes.append(f"{index}. each request hands {handed} of KV from the prefill pool "
                          "to the decode pool")
-    parts: list[Table | Text] = [head, summary, table]
+    widths = Table(title=None)
+    for name in ("tp (pp 1)", "weights/device", "state/seq/device", "sequences", "verdict"):
+        widths.add_column(name, justify="left" if name == "verdict" else "right")
+    for w in result.widths:
+        verdict = "fits" if w.fits else ("illegal: " if not w.legal else "") + (w.why or "")
+        widths.add_row(f"{w.tp}", format_bytes(w.weight_bytes, units),
+                       format_bytes(w.state_bytes_per_sequence, units),
+                       f"{w.max_concurrency:,.2f}" if w.max_concurrency is not None else "—",
+                       verdict)
+    weights_line = Text(
+        f"weights {format_bytes(result.model_weight_bytes, units)} for one replica; "
+        f"{format_bytes(result.usable_bytes, units)} usable per device")
+    parts: list[Table | Text] = [head, weights_line]
+    if result.widths:
+        parts.append(widths)
+    parts += [summary, table]
     parts.append(Text("* reserve is an estimate: " + result.estimate, style="dim"))
     timed = next((p.timing for p in result.plans if p.timing is not None), None)
     if timed is not None:
         parts.append(Text(
-            f"† {timed.estimate}; prefill of {timed.prompt_tokens:,} tokens, decode at the "
-            "batch one engine holds (or --batch), bounds in JSON", style="dim"))
+            f"† time to first token / time per output token: {timed.estimate}; prefill of "
+            f"{timed.prompt_tokens:,} tokens, decode at the batch one engine holds (or "
+            "--batch); bounds and tokens/s in JSON", style="dim"))
     if notes:
         parts.append(Text("\n".join(notes)))
     return parts

@@ -147,3 +147,22 @@ def test_plans_are_sorted_fitting_first() -> None:
     fitting = [p for p in found if p.fits]
     assert [p.devices_per_replica for p in fitting] == sorted(
         p.devices_per_replica for p in fitting)
+
+
+def test_seed_dense_70b_case() -> None:
+    """The worked example: one 80 GB device cannot hold 140 GB of BF16 weights; four-way TP
+    leaves 35 GB of weights and 625 MiB of state per 8,000-token sequence on each device."""
+    from llm_inventory.spec.loader import load_model
+    from tests.conftest import ROOT
+
+    request = PlacementRequest(device=resolve_device("h100-sxm"), count=8, context=8000,
+                               limit=0)
+    result = plan_placement(load_model(str(ROOT / "examples" / "dense-70b.yaml")), request)
+    assert result.model_weight_bytes == 140_000_000_000
+    widths = {w.tp: w for w in result.widths}
+    assert widths[1].legal and not widths[1].fits
+    assert widths[4].fits
+    assert widths[4].weight_bytes == 35_000_000_000
+    assert widths[4].state_bytes_per_sequence == 655_360_000 == 625 * 2**20
+    assert widths[4].max_concurrency is not None and widths[4].max_concurrency > 10
+    assert not widths[3].legal
