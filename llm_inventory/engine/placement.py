@@ -42,7 +42,7 @@ from llm_inventory.engine.roofline import Efficiency, Timing, roofline
 from llm_inventory.engine.routing import expected_distinct_experts, expert_rank_counts
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup, model_tensors
-from llm_inventory.engine.weights import quantized_bits, quantizes
+from llm_inventory.engine.weights import copy_bytes, quantized_bits
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import (
@@ -208,7 +208,7 @@ class _Layout:
 
 @dataclass(frozen=True)
 class _PaddedExperts:
-    """Routed experts whose kernels pad intermediate and hidden sizes at load time."""
+    """Routed experts whose serving kernels pad their matrices at load time."""
 
     experts: int
     intermediate: int
@@ -233,13 +233,6 @@ class _PaddedExperts:
         experts = max(expert_rank_counts(self.experts, ep)) if ep > 1 else self.experts
         layers = sum(1 for layer in self.layers if start <= layer < stop)
         return bits / 8 * experts * layers
-
-
-def _copy_bytes(group: TensorGroup, dtype: str, q: Quantization | None,
-                layer: int | None) -> int:
-    if q is not None and quantizes(group, q, layer):
-        return -(-int(quantized_bits(group.shape, group.experts, q) + 0.5) // 8)
-    return -(-group.elements * dtype_bits(dtype) // 8)
 
 
 def _rotary_bytes(spec: ModelSpec, dtype: str) -> int:
@@ -313,8 +306,10 @@ def _layout(spec: ModelSpec, dtype: str, q: Quantization | None,
         return layout
     n = stack.layers if stack is not None else 1
     layout = _Layout(layers=n, split=[0] * n, kv=[0] * n, rep=[0] * n, expert=[0] * n)
-    if spec.coarse is not None:
-        params = count_parameters(spec, None if q is None else None)
+    if spec.coarse is not None or spec.diffusion is not None:
+        # Only totals are known (a coarse spec, a diffusion pipeline's parts): they split
+        # evenly over the devices, experts over the expert ranks.
+        params = count_parameters(spec)
         layout.coarse_total = params.weight_bytes
         layout.coarse_experts = sum(c.weight_bytes for c in params.by_component
                                     if c.component is Component.EXPERTS)
@@ -333,14 +328,14 @@ def _layout(spec: ModelSpec, dtype: str, q: Quantization | None,
                       "rep" if group.shard is Shard.REPLICATED else "split")
             target = getattr(layout, bucket)
             for layer in group.layers:
-                target[layer] += _copy_bytes(group, dtype, q, layer)
+                target[layer] += copy_bytes(group, dtype, q, layer)
             if group.name.endswith("kv_b_proj.weight"):
                 # MLA backends keep the up-projection split per head (W_UK, W_UV) beside
                 # kv_b_proj, in the activation dtype, for weight absorption at decode.
                 for layer in group.layers:
                     layout.split[layer] += group.elements * act_bits // 8
             continue
-        nbytes = _copy_bytes(group, dtype, q, None) * group.copies
+        nbytes = copy_bytes(group, dtype, q, None) * group.copies
         if group.component is Component.LM_HEAD:
             layout.last_vocab += nbytes
             layout.vocab = layout.vocab or group.shape[0]

@@ -99,15 +99,16 @@ def quantized_bits(shape: tuple[int, ...], experts: int, q: Quantization) -> flo
     return bits * copies
 
 
+def copy_bytes(group: TensorGroup, dtype: str, q: Quantization | None,
+               layer: int | None) -> int:
+    """Bytes of one copy of `group` (its tensor in `layer`) as the checkpoint stores it."""
+    if q is not None and group.linear and quantizes(group, q, layer):
+        return -(-int(quantized_bits(group.shape, group.experts, q) + 0.5) // 8)
+    return -(-group.elements * dtype_bits(dtype) // 8)
+
+
 def group_bytes(group: TensorGroup, dtype: str, q: Quantization | None) -> int:
     """Bytes of every copy of `group` as the checkpoint stores it."""
-    plain_bits = dtype_bits(dtype)
     if q is None or not group.linear:
-        return -(-group.parameters * plain_bits // 8)
-    total = 0
-    layers: tuple[int | None, ...] = group.layers or (None,)
-    quantized_copy = -(-int(quantized_bits(group.shape, group.experts, q) + 0.5) // 8)
-    plain_copy = -(-group.elements * plain_bits // 8)
-    for layer in layers:
-        total += quantized_copy if quantizes(group, q, layer) else plain_copy
-    return total
+        return -(-group.parameters * dtype_bits(dtype) // 8)
+    return sum(copy_bytes(group, dtype, q, layer) for layer in group.layers or (None,))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import difflib
+from typing import TYPE_CHECKING, Any
 
 from llm_inventory.errors import InputError
 
@@ -10,13 +11,28 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 
+def _path(error: Any) -> str:
+    return ".".join(str(part) for part in error["loc"]) or "(top level)"
+
+
 def from_validation(exc: ValidationError, label: str) -> InputError:
-    """The first error (and how many more), with its field path, as one line."""
-    errors = exc.errors(include_url=False)
+    """The most telling error (and how many more), with its field path, as one line.
+
+    A misspelt key shows up twice, as an unknown key and as a missing one: the unknown key
+    is reported first, with the missing name it most resembles.
+    """
+    errors = sorted(exc.errors(include_url=False),
+                    key=lambda e: e["type"] != "extra_forbidden")
     first = errors[0]
-    path = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    path = _path(first)
     message = first["msg"]
     if first["type"] == "extra_forbidden":
         message = "unknown key (check the spelling; `inventory schema` lists every key)"
+        parent, key = first["loc"][:-1], str(first["loc"][-1])
+        missing = [str(e["loc"][-1]) for e in errors
+                   if e["type"] == "missing" and e["loc"][:-1] == parent]
+        close = difflib.get_close_matches(key, missing, n=1)
+        if close:
+            message = f"unknown key (did you mean {close[0]!r}?)"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return InputError(f"{label}: {path}" if label else path, f"{message}{more}")

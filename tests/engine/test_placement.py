@@ -166,3 +166,27 @@ def test_seed_dense_70b_case() -> None:
     assert widths[4].state_bytes_per_sequence == 655_360_000 == 625 * 2**20
     assert widths[4].max_concurrency is not None and widths[4].max_concurrency > 10
     assert not widths[3].legal
+
+
+@pytest.mark.parametrize("model", ["flux-dev", "bge-large", "whisper-large-v3",
+                                   "qwen2-vl-7b"])
+def test_every_family_places_its_weights(model: str) -> None:
+    from llm_inventory.engine.params import count_parameters
+
+    request = PlacementRequest(device=resolve_device("h100-sxm"), count=1, tp=1, pp=1,
+                               limit=0)
+    result = plan_placement(load_preset(model), request)
+    plan = next(p for p in result.plans if p.disaggregation is None)
+    assert plan.legal and plan.fits
+    weights = count_parameters(load_preset(model)).weight_bytes
+    assert weights <= plan.stages[0].weight_bytes <= weights * 1.02
+
+
+def test_encoder_models_offer_encoder_disaggregation() -> None:
+    request = PlacementRequest(device=resolve_device("h100-sxm"), count=4, limit=0)
+    vlm = plan_placement(load_preset("qwen2-vl-7b"), request)
+    assert any(p.disaggregation == "encoder" and p.legal for p in vlm.plans)
+    dense = plan_placement(load_preset("llama-3.1-8b"), request)
+    refused = [p for p in dense.plans if p.disaggregation == "encoder"]
+    assert refused and not any(p.legal for p in refused)
+    assert any("no encoder" in r for p in refused for r in p.reasons)
