@@ -20,7 +20,7 @@ from llm_inventory.engine.checkpoint_compare import (
 )
 from llm_inventory.engine.comm import Communication, communication
 from llm_inventory.engine.media import MediaGeometry, feature_tokens
-from llm_inventory.engine.model_state import state_layers
+from llm_inventory.engine.model_state import context_notes, state_layers
 from llm_inventory.engine.params import ParameterCount, count_parameters, runtime_quantization
 from llm_inventory.engine.roofline import Efficiency, Timing, roofline
 from llm_inventory.engine.sampling import SamplerStateItem, sampler_state
@@ -378,7 +378,7 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
         model=spec.name,
         family=spec.family,
         source=spec.source,
-        notes=spec.notes,
+        notes=[*spec.notes, *context_notes(spec, request.context)] if layers else spec.notes,
         parameters=params,
         weight_bytes=weight_bytes,
         weight_bytes_source=source,

@@ -84,3 +84,12 @@ def state_layers(spec: ModelSpec, encoder_tokens: int = 0) -> tuple[StateLayer, 
         if stack.cross_attention and kind is not LayerKind.CROSS:
             cross_layers.append(_layer(stack, index, LayerKind.CROSS, encoder_tokens))
     return _runs(self_layers) + _runs(cross_layers)
+
+
+def context_notes(spec: ModelSpec, context: int) -> list[str]:
+    """A context past the model's positions: vLLM refuses such a max_model_len."""
+    if spec.max_context and context > spec.max_context:
+        return [f"the context of {context:,} tokens exceeds the model's "
+                f"{spec.max_context:,} positions; vLLM refuses it unless "
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (and quality past it is not assured)"]
+    return []

@@ -35,7 +35,7 @@ from llm_inventory.engine.kv_pool import (
     pool_layout,
 )
 from llm_inventory.engine.memory import ReserveEstimate, ReserveModel, estimate_reserve
-from llm_inventory.engine.model_state import state_layers
+from llm_inventory.engine.model_state import context_notes, state_layers
 from llm_inventory.engine.parallel import kv_tp_problem, pp_partition
 from llm_inventory.engine.params import count_parameters, runtime_quantization
 from llm_inventory.engine.roofline import Efficiency, Timing, roofline
@@ -177,6 +177,7 @@ class PlacementResult(BaseModel):
     shown: int
     model_weight_bytes: int  # one whole replica's weights
     usable_bytes: int  # per device
+    notes: list[str]  # facts about the request itself (a context past the model's)
     widths: list[WidthSummary]
     plans: list[Plan]
 
@@ -802,6 +803,7 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
         if spec.checkpoint is None or request.dtype is not None
         else sum(search.stage_weights(1, 1, 1)[0]) - search.layout.buffers,
         usable_bytes=search.usable,
+        notes=context_notes(spec, request.context),
         widths=widths,
         plans=plans,
     )

@@ -92,6 +92,7 @@ def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table |
         f"weights {format_bytes(result.model_weight_bytes, units)} for one replica; "
         f"{format_bytes(result.usable_bytes, units)} usable per device")
     parts: list[Table | Text] = [head, weights_line]
+    parts += [Text(f"note: {note}", style="yellow") for note in result.notes]
     if result.widths:
         parts.append(widths)
     parts += [summary, table]
