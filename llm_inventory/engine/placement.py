@@ -27,6 +27,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.engine.device_weights import weight_layout
 from llm_inventory.engine.kv_pool import (
     KvLayer,
     PoolLayout,
@@ -42,20 +43,14 @@ from llm_inventory.engine.roofline import Efficiency, Timing, roofline
 from llm_inventory.engine.routing import expected_distinct_experts, expert_rank_counts
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup, model_tensors
-from llm_inventory.engine.weights import copy_bytes, quantized_bits
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import (
-    CheckpointFacts,
-    Component,
     LayerKind,
     ModelSpec,
-    Quantization,
-    Shard,
     Stack,
-    TensorRole,
 )
-from llm_inventory.units import DTYPE_BITS, dtype_bits, normalize_dtype
+from llm_inventory.units import DTYPE_BITS, normalize_dtype
 
 GIB = 2**30
 VOCAB_PADDING = 64  # vLLM pads vocabulary tables to a multiple of 64 rows
@@ -182,179 +177,6 @@ class PlacementResult(BaseModel):
     plans: list[Plan]
 
 
-# --- the model, reduced to per-layer sums per sharding rule --------------------------------
-
-
-@dataclass
-class _Layout:
-    """Weight bytes per layer by sharding rule, and what sits outside the layers."""
-
-    layers: int
-    split: list[int]  # column/row: divided by tp
-    kv: list[int]  # K/V projections: by KV head, replicated past the head count
-    rep: list[int]  # replicated
-    expert: list[int]  # routed experts: divided by tp, or by experts per EP rank
-    first_vocab: int = 0  # embeddings (first stage)
-    first_split: int = 0
-    first_rep: int = 0  # encoder and projector pieces that do not shard, positions …
-    last_vocab: int = 0  # lm_head (last stage)
-    last_rep: int = 0  # final norm
-    tied_vocab: int = 0  # embedding bytes a last stage copies when the head is tied
-    vocab: int = 0
-    buffers: int = 0  # rotary caches held with the weights, every stage
-    coarse_total: int | None = None  # coarse specs: everything splits evenly
-    coarse_experts: int = 0
-    padded_experts: _PaddedExperts | None = None  # expert bytes recomputed per split
-
-
-@dataclass(frozen=True)
-class _PaddedExperts:
-    """Routed experts whose serving kernels pad their matrices at load time."""
-
-    experts: int
-    intermediate: int
-    hidden: int
-    gated: bool
-    bias: bool
-    pad: int
-    quant: Quantization
-    layers: frozenset[int]
-
-    def rank_bytes(self, tp: int, ep: int, start: int, stop: int) -> float:
-        """Expert bytes of one rank over layers start … stop − 1: the per-rank intermediate
-        and each matmul's reduction dimension rounded up to the kernels' multiple."""
-        pad = self.pad
-        inter = -(-(self.intermediate // (1 if ep > 1 else tp)) // pad) * pad
-        hidden_in = -(-self.hidden // pad) * pad
-        up = 2 * inter if self.gated else inter
-        bits = (quantized_bits((up, hidden_in), 1, self.quant)
-                + quantized_bits((self.hidden, inter), 1, self.quant))
-        if self.bias:
-            bits += (up + self.hidden) * 16
-        experts = max(expert_rank_counts(self.experts, ep)) if ep > 1 else self.experts
-        layers = sum(1 for layer in self.layers if start <= layer < stop)
-        return bits / 8 * experts * layers
-
-
-def _rotary_bytes(spec: ModelSpec, dtype: str) -> int:
-    """cos/sin caches engines keep with the weights: Σ positions × rotary dim × dtype."""
-    stack = spec.decoder
-    if stack is None or not stack.rope or not stack.shaped:
-        return 0
-    rotary = stack.mla.qk_rope_head_dim if stack.mla else int(
-        stack.k_dim * stack.partial_rotary_factor)
-    positions = stack.rope_cache_positions or ([spec.max_context] if spec.max_context else [])
-    return sum(p * rotary * dtype_bits(dtype) // 8 for p in positions)
-
-
-_KV_NAMES = ("k_proj", "v_proj", "attn_k.", "attn_v.")
-_REPLICATED_NAMES = ("norm", "q_a_proj", "kv_a_proj", "router", ".gate.", "gate_inp",
-                     "sinks")
-
-
-def _checkpoint_layout(spec: ModelSpec, facts: CheckpointFacts, act_bits: int) -> _Layout:
-    """Bytes per layer and sharding rule from the checkpoint's own tensors, as stored.
-
-    Layers past the config's stack (DeepSeek-V3's multi-token-prediction layer) are left
-    out: engines load them only for speculative decoding.
-    """
-    stack = spec.decoder
-    n = stack.layers if stack is not None else 1
-    layout = _Layout(layers=n, split=[0] * n, kv=[0] * n, rep=[0] * n, expert=[0] * n)
-    layout.vocab = stack.vocab_size if stack is not None else 0
-    for t in facts.tensors:
-        nbytes = t.bytes or 0
-        name = t.name
-        if t.layer is not None:
-            if t.layer >= n:
-                continue
-            if t.component is Component.EXPERTS:
-                layout.expert[t.layer] += nbytes
-            elif any(k in name for k in _KV_NAMES):
-                layout.kv[t.layer] += nbytes
-            elif t.role is not TensorRole.WEIGHT or any(k in name for k in _REPLICATED_NAMES) \
-                    or t.component in (Component.NORMS, Component.ROUTER):
-                layout.rep[t.layer] += nbytes
-            else:
-                layout.split[t.layer] += nbytes
-            if "kv_b_proj" in name and t.role is TensorRole.WEIGHT and t.elements:
-                layout.split[t.layer] += t.elements * act_bits // 8  # absorbed W_UK, W_UV
-        elif t.component is Component.LM_HEAD:
-            layout.last_vocab += nbytes
-        elif t.component is Component.EMBEDDINGS and t.shape and layout.vocab and \
-                t.shape[0] >= layout.vocab:
-            layout.first_vocab += nbytes
-            if stack is not None and stack.tied_embeddings:
-                layout.tied_vocab += nbytes
-        elif t.component is Component.NORMS:
-            layout.last_rep += nbytes
-        elif t.component in (Component.ENCODER, Component.PROJECTOR):
-            layout.first_split += nbytes
-        else:
-            layout.first_rep += nbytes
-    return layout
-
-
-def _layout(spec: ModelSpec, dtype: str, q: Quantization | None,
-            use_checkpoint: bool = True) -> _Layout:
-    stack = spec.decoder
-    act_bits = dtype_bits("bf16" if DTYPE_BITS[dtype] < 16 else dtype)
-    facts = spec.checkpoint
-    if (use_checkpoint and facts is not None and facts.headers_read and facts.tensors
-            and spec.coarse is None and not (q is not None and q.runtime_pad)):
-        layout = _checkpoint_layout(spec, facts, act_bits)
-        layout.buffers = _rotary_bytes(spec, "bf16" if DTYPE_BITS[dtype] < 16 else dtype)
-        return layout
-    n = stack.layers if stack is not None else 1
-    layout = _Layout(layers=n, split=[0] * n, kv=[0] * n, rep=[0] * n, expert=[0] * n)
-    if spec.coarse is not None or spec.diffusion is not None:
-        # Only totals are known (a coarse spec, a diffusion pipeline's parts): they split
-        # evenly over the devices, experts over the expert ranks.
-        params = count_parameters(spec)
-        layout.coarse_total = params.weight_bytes
-        layout.coarse_experts = sum(c.weight_bytes for c in params.by_component
-                                    if c.component is Component.EXPERTS)
-        return layout
-    moe = stack.moe if stack is not None else None
-    if q is not None and q.runtime_pad and moe is not None and stack is not None:
-        layout.padded_experts = _PaddedExperts(
-            experts=moe.experts, intermediate=moe.expert_intermediate_size,
-            hidden=stack.hidden_size or 0, gated=moe.gated, bias=moe.expert_bias,
-            pad=q.runtime_pad, quant=q,
-            layers=frozenset(i for i in range(stack.layers) if moe.is_moe_layer(i)),
-        )
-    for group in model_tensors(spec):
-        if group.stack == "decoder" and group.layers:
-            bucket = ("expert" if group.experts else "kv" if group.shard is Shard.KV else
-                      "rep" if group.shard is Shard.REPLICATED else "split")
-            target = getattr(layout, bucket)
-            for layer in group.layers:
-                target[layer] += copy_bytes(group, dtype, q, layer)
-            if group.name.endswith("kv_b_proj.weight"):
-                # MLA backends keep the up-projection split per head (W_UK, W_UV) beside
-                # kv_b_proj, in the activation dtype, for weight absorption at decode.
-                for layer in group.layers:
-                    layout.split[layer] += group.elements * act_bits // 8
-            continue
-        nbytes = copy_bytes(group, dtype, q, None) * group.copies
-        if group.component is Component.LM_HEAD:
-            layout.last_vocab += nbytes
-            layout.vocab = layout.vocab or group.shape[0]
-        elif group.shard is Shard.VOCAB:
-            layout.first_vocab += nbytes
-            layout.vocab = group.shape[0]
-            if stack is not None and stack.tied_embeddings:
-                layout.tied_vocab += nbytes
-        elif group.stack == "decoder" and group.name.endswith((".norm.weight", ".norm.bias")):
-            layout.last_rep += nbytes
-        elif group.shard in (Shard.COLUMN, Shard.ROW):
-            layout.first_split += nbytes
-        else:
-            layout.first_rep += nbytes
-    layout.buffers = _rotary_bytes(spec, "bf16" if DTYPE_BITS[dtype] < 16 else dtype)
-    return layout
-
-
 # --- one candidate ---------------------------------------------------------------------------
 
 
@@ -404,7 +226,7 @@ class _Search:
             quant = runtime_quantization(wanted) if DTYPE_BITS[wanted] < 16 else None
         self.quant = quant
         # A checkpoint's own tensors, as stored, unless the weights are re-typed at load.
-        self.layout = _layout(spec, self.weight_dtype, quant, request.dtype is None)
+        self.layout = weight_layout(spec, self.weight_dtype, quant, request.dtype is None)
         self.kv_dtype = normalize_dtype(request.kv_dtype or spec.dtype, "kv_dtype")
         if DTYPE_BITS[self.kv_dtype] < 8:
             raise InputError("kv_dtype", f"{self.kv_dtype} is not a KV cache dtype engines "
@@ -612,7 +434,8 @@ class _Search:
 
     @lru_cache(maxsize=8192)  # noqa: B019 - the search object lives for one call
     def pool_layout(self, tp: int, start: int, stop: int) -> PoolLayout:
-        return pool_layout(self.kv_layers(tp, start, stop), block_size=self.request.block_size,
+        return pool_layout(self.kv_layers(tp, start, stop),
+                           block_size=self.request.block_size,
                            max_model_len=self.request.context,
                            max_num_batched_tokens=self.batched)
 

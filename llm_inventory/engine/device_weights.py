@@ -1,0 +1,198 @@
+"""A model's weights on one device, reduced to per-layer bytes per sharding rule.
+
+Placement needs, for any split, the bytes a rank holds for a range of layers: column and
+row-parallel tensors divide by tp; K/V projections follow the KV heads (replicated past
+their count); replicated tensors stay whole; routed experts divide by tp or sit whole on
+their EP rank; vocabulary tables divide by tp after padding. Outside the layers: the
+embedding (first stage), the final norm and lm_head (last stage), and the cos/sin caches
+engines keep with the weights (every stage). Bytes come from the checkpoint's own tensors
+when its headers were read, else from the config's tensor inventory at its quantization.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_inventory.engine.params import count_parameters
+from llm_inventory.engine.routing import expert_rank_counts
+from llm_inventory.engine.tensors import model_tensors
+from llm_inventory.engine.weights import copy_bytes, quantized_bits
+from llm_inventory.spec.model import (
+    CheckpointFacts,
+    Component,
+    ModelSpec,
+    Quantization,
+    Shard,
+    TensorRole,
+)
+from llm_inventory.units import DTYPE_BITS, dtype_bits
+
+
+@dataclass
+class WeightLayout:
+    """Weight bytes per layer by sharding rule, and what sits outside the layers."""
+
+    layers: int
+    split: list[int]  # column/row: divided by tp
+    kv: list[int]  # K/V projections: by KV head, replicated past the head count
+    rep: list[int]  # replicated
+    expert: list[int]  # routed experts: divided by tp, or by experts per EP rank
+    first_vocab: int = 0  # embeddings (first stage)
+    first_split: int = 0
+    first_rep: int = 0  # encoder and projector pieces that do not shard, positions …
+    last_vocab: int = 0  # lm_head (last stage)
+    last_rep: int = 0  # final norm
+    tied_vocab: int = 0  # embedding bytes a last stage copies when the head is tied
+    vocab: int = 0
+    buffers: int = 0  # rotary caches held with the weights, every stage
+    coarse_total: int | None = None  # coarse specs: everything splits evenly
+    coarse_experts: int = 0
+    padded_experts: PaddedExperts | None = None  # expert bytes recomputed per split
+
+
+@dataclass(frozen=True)
+class PaddedExperts:
+    """Routed experts whose serving kernels pad their matrices at load time."""
+
+    experts: int
+    intermediate: int
+    hidden: int
+    gated: bool
+    bias: bool
+    pad: int
+    quant: Quantization
+    layers: frozenset[int]
+
+    def rank_bytes(self, tp: int, ep: int, start: int, stop: int) -> float:
+        """Expert bytes of one rank over layers start … stop − 1: the per-rank intermediate
+        and each matmul's reduction dimension rounded up to the kernels' multiple."""
+        pad = self.pad
+        inter = -(-(self.intermediate // (1 if ep > 1 else tp)) // pad) * pad
+        hidden_in = -(-self.hidden // pad) * pad
+        up = 2 * inter if self.gated else inter
+        bits = (quantized_bits((up, hidden_in), 1, self.quant)
+                + quantized_bits((self.hidden, inter), 1, self.quant))
+        if self.bias:
+            bits += (up + self.hidden) * 16
+        experts = max(expert_rank_counts(self.experts, ep)) if ep > 1 else self.experts
+        layers = sum(1 for layer in self.layers if start <= layer < stop)
+        return bits / 8 * experts * layers
+
+
+def rotary_bytes(spec: ModelSpec, dtype: str) -> int:
+    """cos/sin caches engines keep with the weights: Σ positions × rotary dim × dtype."""
+    stack = spec.decoder
+    if stack is None or not stack.rope or not stack.shaped:
+        return 0
+    rotary = stack.mla.qk_rope_head_dim if stack.mla else int(
+        stack.k_dim * stack.partial_rotary_factor)
+    positions = stack.rope_cache_positions or ([spec.max_context] if spec.max_context else [])
+    return sum(p * rotary * dtype_bits(dtype) // 8 for p in positions)
+
+
+_KV_NAMES = ("k_proj", "v_proj", "attn_k.", "attn_v.")
+_REPLICATED_NAMES = ("norm", "q_a_proj", "kv_a_proj", "router", ".gate.", "gate_inp",
+                     "sinks")
+
+
+def _from_checkpoint(spec: ModelSpec, facts: CheckpointFacts, act_bits: int) -> WeightLayout:
+    """Bytes per layer and sharding rule from the checkpoint's own tensors, as stored.
+
+    Layers past the config's stack (DeepSeek-V3's multi-token-prediction layer) are left
+    out: engines load them only for speculative decoding.
+    """
+    stack = spec.decoder
+    n = stack.layers if stack is not None else 1
+    layout = WeightLayout(layers=n, split=[0] * n, kv=[0] * n, rep=[0] * n, expert=[0] * n)
+    layout.vocab = stack.vocab_size if stack is not None else 0
+    for t in facts.tensors:
+        nbytes = t.bytes or 0
+        name = t.name
+        if t.layer is not None:
+            if t.layer >= n:
+                continue
+            if t.component is Component.EXPERTS:
+                layout.expert[t.layer] += nbytes
+            elif any(k in name for k in _KV_NAMES):
+                layout.kv[t.layer] += nbytes
+            elif t.role is not TensorRole.WEIGHT or any(k in name for k in _REPLICATED_NAMES) \
+                    or t.component in (Component.NORMS, Component.ROUTER):
+                layout.rep[t.layer] += nbytes
+            else:
+                layout.split[t.layer] += nbytes
+            if "kv_b_proj" in name and t.role is TensorRole.WEIGHT and t.elements:
+                layout.split[t.layer] += t.elements * act_bits // 8  # absorbed W_UK, W_UV
+        elif t.component is Component.LM_HEAD:
+            layout.last_vocab += nbytes
+        elif t.component is Component.EMBEDDINGS and t.shape and layout.vocab and \
+                t.shape[0] >= layout.vocab:
+            layout.first_vocab += nbytes
+            if stack is not None and stack.tied_embeddings:
+                layout.tied_vocab += nbytes
+        elif t.component is Component.NORMS:
+            layout.last_rep += nbytes
+        elif t.component in (Component.ENCODER, Component.PROJECTOR):
+            layout.first_split += nbytes
+        else:
+            layout.first_rep += nbytes
+    return layout
+
+
+def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
+            use_checkpoint: bool = True) -> WeightLayout:
+    stack = spec.decoder
+    act_bits = dtype_bits("bf16" if DTYPE_BITS[dtype] < 16 else dtype)
+    facts = spec.checkpoint
+    if (use_checkpoint and facts is not None and facts.headers_read and facts.tensors
+            and spec.coarse is None and not (q is not None and q.runtime_pad)):
+        layout = _from_checkpoint(spec, facts, act_bits)
+        layout.buffers = rotary_bytes(spec, "bf16" if DTYPE_BITS[dtype] < 16 else dtype)
+        return layout
+    n = stack.layers if stack is not None else 1
+    layout = WeightLayout(layers=n, split=[0] * n, kv=[0] * n, rep=[0] * n, expert=[0] * n)
+    if spec.coarse is not None or spec.diffusion is not None:
+        # Only totals are known (a coarse spec, a diffusion pipeline's parts): they split
+        # evenly over the devices, experts over the expert ranks.
+        params = count_parameters(spec)
+        layout.coarse_total = params.weight_bytes
+        layout.coarse_experts = sum(c.weight_bytes for c in params.by_component
+                                    if c.component is Component.EXPERTS)
+        return layout
+    moe = stack.moe if stack is not None else None
+    if q is not None and q.runtime_pad and moe is not None and stack is not None:
+        layout.padded_experts = PaddedExperts(
+            experts=moe.experts, intermediate=moe.expert_intermediate_size,
+            hidden=stack.hidden_size or 0, gated=moe.gated, bias=moe.expert_bias,
+            pad=q.runtime_pad, quant=q,
+            layers=frozenset(i for i in range(stack.layers) if moe.is_moe_layer(i)),
+        )
+    for group in model_tensors(spec):
+        if group.stack == "decoder" and group.layers:
+            bucket = ("expert" if group.experts else "kv" if group.shard is Shard.KV else
+                      "rep" if group.shard is Shard.REPLICATED else "split")
+            target = getattr(layout, bucket)
+            for layer in group.layers:
+                target[layer] += copy_bytes(group, dtype, q, layer)
+            if group.name.endswith("kv_b_proj.weight"):
+                # MLA backends keep the up-projection split per head (W_UK, W_UV) beside
+                # kv_b_proj, in the activation dtype, for weight absorption at decode.
+                for layer in group.layers:
+                    layout.split[layer] += group.elements * act_bits // 8
+            continue
+        nbytes = copy_bytes(group, dtype, q, None) * group.copies
+        if group.component is Component.LM_HEAD:
+            layout.last_vocab += nbytes
+            layout.vocab = layout.vocab or group.shape[0]
+        elif group.shard is Shard.VOCAB:
+            layout.first_vocab += nbytes
+            layout.vocab = group.shape[0]
+            if stack is not None and stack.tied_embeddings:
+                layout.tied_vocab += nbytes
+        elif group.stack == "decoder" and group.name.endswith((".norm.weight", ".norm.bias")):
+            layout.last_rep += nbytes
+        elif group.shard in (Shard.COLUMN, Shard.ROW):
+            layout.first_split += nbytes
+        else:
+            layout.first_rep += nbytes
+    layout.buffers = rotary_bytes(spec, "bf16" if DTYPE_BITS[dtype] < 16 else dtype)
+    return layout
