@@ -158,11 +158,6 @@ def format_count(n: int | float) -> str:
     return f"{int(value):,}" if value.is_integer() else f"{value:.3g}"
 
 
-def format_int(n: int) -> str:
-    """Exact integer with thousands separators: 2,621,440,000."""
-    return f"{n:,}"
-
-
 # --- data types -------------------------------------------------------------------------
 
 DTYPE_BITS: dict[str, int] = {

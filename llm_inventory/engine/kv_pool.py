@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from llm_inventory.engine.state import StateKind, StateLayer
-from llm_inventory.units import bytes_for
+from llm_inventory.engine.state import StateKind, StateLayer, fixed_bytes, per_token_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,24 +50,15 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
-    """One layer of `run` on one TP rank."""
-    kind = run.kind
+    """One layer of `run` on one TP rank (None for a layer that stores nothing)."""
     layer_dtype = run.dtype or dtype
-    if kind in (StateKind.FULL, StateKind.SLIDING, StateKind.CHUNKED):
-        heads = max(1, run.kv_heads // tp)
-        per = bytes_for(heads * (run.k_head_dim + run.v_head_dim), layer_dtype)
-        return KvLayer(kind=kind, window=run.window, bytes_per_token=per)
-    if kind is StateKind.MLA:
-        return KvLayer(kind=kind, bytes_per_token=bytes_for(run.latent_dim, layer_dtype))
-    if kind is StateKind.CROSS:
-        heads = max(1, run.kv_heads // tp)
-        fixed = bytes_for(heads * (run.k_head_dim + run.v_head_dim) * run.encoder_tokens,
-                          layer_dtype)
-        return KvLayer(kind=kind, fixed_bytes=fixed)
-    if kind is StateKind.RECURRENT:
-        return KvLayer(kind=kind, fixed_bytes=bytes_for(_cdiv(run.state_elements, tp),
-                                                        layer_dtype))
-    return None
+    heads = max(1, run.kv_heads // tp) if run.kv_heads else 0
+    per_token = per_token_bytes(run, layer_dtype, heads)
+    fixed = fixed_bytes(run, layer_dtype, heads, tp)
+    if not per_token and not fixed:
+        return None
+    return KvLayer(kind=run.kind, window=run.window, bytes_per_token=per_token,
+                   fixed_bytes=fixed)
 
 
 def device_layers_by_index(
@@ -87,15 +77,6 @@ def device_layers_by_index(
         for index in range(run.first, min(run.first + run.count, count)):
             out[index].append(layer)
     return out
-
-
-def device_layers(layers: tuple[StateLayer, ...], tp: int, dtype: str,
-                  stage: range | None = None) -> list[KvLayer]:
-    """Per-layer KV of one TP rank (optionally only the layers of one pipeline stage)."""
-    count = max((run.first + run.count for run in layers), default=0)
-    by_index = device_layers_by_index(layers, tp, dtype, count)
-    indices = stage if stage is not None else range(count)
-    return [layer for index in indices if index < count for layer in by_index[index]]
 
 
 def _request_blocks(kind: StateKind, window: int | None, block: int, max_len: int,

@@ -59,14 +59,6 @@ class PhaseWork(BaseModel):
     experts_touched: float | None = None  # routed experts one MoE layer runs
 
 
-def _attended(kind: LayerKind, stack: Stack, position: int) -> int:
-    if kind is LayerKind.SLIDING and stack.sliding_window:
-        return min(position, stack.sliding_window)
-    if kind is LayerKind.CHUNKED and stack.chunk_size:
-        return min(position, stack.chunk_size)
-    return position
-
-
 def _score_width(stack: Stack, kind: LayerKind) -> int:
     """FLOPs per attended position per token in one layer: 2 × heads × (k + v) dims."""
     heads = stack.heads or 0

@@ -185,11 +185,8 @@ def _layer_bytes_per_sequence(
     """Bytes of one layer for one sequence, with `kv_heads` heads (the device's share)."""
     if layer.kind is StateKind.SHARED:
         return 0
-    if layer.kind is StateKind.RECURRENT:
-        return bytes_for(layer.state_elements, dtype)
-    if layer.kind is StateKind.CROSS:
-        elements = kv_heads * (layer.k_head_dim + layer.v_head_dim) * layer.encoder_tokens
-        return bytes_for(elements, dtype)
+    if layer.kind in (StateKind.RECURRENT, StateKind.CROSS):
+        return fixed_bytes(layer, dtype, kv_heads)
     if layer.kind is StateKind.MLA:
         return bytes_for(layer.latent_dim * tokens_held(layer, tokens, block_size), dtype)
     per_token = kv_heads * (layer.k_head_dim + layer.v_head_dim)
@@ -208,6 +205,17 @@ def _validate(layer: StateLayer) -> None:
         raise InputError("latent_dim", "an MLA layer needs its latent width")
 
 
+def fixed_bytes(layer: StateLayer, dtype: str, kv_heads: int, tp: int = 1) -> int:
+    """Per-sequence bytes of a fixed-size kind on one TP rank: cross-attention K and V over
+    the encoder's tokens with `kv_heads` heads; recurrent state split over the TP ranks."""
+    if layer.kind is StateKind.RECURRENT:
+        return bytes_for(-(-layer.state_elements // tp), dtype)
+    if layer.kind is StateKind.CROSS:
+        return bytes_for(kv_heads * (layer.k_head_dim + layer.v_head_dim)
+                         * layer.encoder_tokens, dtype)
+    return 0
+
+
 def _device_heads(layer: StateLayer, tp: int) -> int:
     if layer.kind in HEAD_SHARDED_KINDS:
         return kv_heads_per_device(layer.kv_heads, tp)
@@ -223,11 +231,12 @@ def _device_layer_bytes(
     every rank; recurrent state shards with the mixer's channels.
     """
     if layer.kind is StateKind.RECURRENT:
-        return bytes_for(-(-layer.state_elements // tp), dtype)
+        return fixed_bytes(layer, dtype, 0, tp)
     return _layer_bytes_per_sequence(layer, tokens, dtype, block, _device_heads(layer, tp))
 
 
-def _per_token_rate(layer: StateLayer, dtype: str, kv_heads: int) -> int:
+def per_token_bytes(layer: StateLayer, dtype: str, kv_heads: int) -> int:
+    """Bytes one token adds to one layer with `kv_heads` KV heads (0 for fixed kinds)."""
     if layer.kind in (StateKind.FULL, StateKind.SLIDING, StateKind.CHUNKED):
         return bytes_for(kv_heads * (layer.k_head_dim + layer.v_head_dim), dtype)
     if layer.kind is StateKind.MLA:
@@ -256,7 +265,7 @@ def size_state(request: StateRequest) -> StateResult:
             layer.kind, layer.window, layer.kv_heads, layer.k_head_dim, layer.v_head_dim,
             layer.latent_dim, layer.encoder_tokens, layer.state_elements, dtype,
         )
-        per_token_layer = _per_token_rate(layer, dtype, layer.kv_heads)
+        per_token_layer = per_token_bytes(layer, dtype, layer.kv_heads)
         row = rows.get(key)
         layers = layer.count + (row.layers if row else 0)
         rows[key] = KindState(
@@ -323,7 +332,7 @@ def _stage_devices(request: StateRequest, kv_dtype: str) -> list[DeviceState]:
                 replicated |= kv_replication(layer.kv_heads, request.tp) > 1
             if layer.kind is StateKind.MLA and request.tp > 1:
                 replicated = True
-            rate += _per_token_rate(layer, dtype, device_heads) * overlap
+            rate += per_token_bytes(layer, dtype, device_heads) * overlap
             per_seq += overlap * _device_layer_bytes(
                 layer, request.tokens, dtype, request.block_size, request.tp
             )
