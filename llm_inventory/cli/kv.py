@@ -111,18 +111,18 @@ def kv(
         if given:
             raise InputError(given[0], "describes the layers itself; it cannot be combined "
                              "with --model")
+        from llm_inventory.engine import kinds
         from llm_inventory.engine.model_state import state_layers
         from llm_inventory.spec.loader import load_model
 
         spec = load_model(model)
         media = spec.encoder.media if spec.encoder is not None else None
         decoder = spec.decoder
-        cross = decoder is not None and (decoder.cross_attention or any(
-            kind.value == "cross" for kind in decoder.kinds()))
+        cross = decoder is not None and kinds.reads_encoder(decoder)
         media_tokens = 0
         pixels = parse_image_size(image_size)
         if images or pixels or patch:
-            if media is None or spec.family.value == "encoder":
+            if media is None or not spec.family.decodes:
                 raise InputError("images", f"{spec.name} has no media encoder")
             from llm_inventory.engine.media import feature_tokens
 
@@ -141,7 +141,7 @@ def kv(
             tokens += media_tokens
         stack = state_layers(spec, encoder_tokens=encoder_tokens)
         if not stack:
-            if spec.coarse is not None and spec.family.value not in ("encoder", "diffusion"):
+            if spec.coarse is not None and spec.family.decodes:
                 why = spec.notes[0] if spec.notes else "only totals are known"
                 raise InputError("model", f"{spec.name}: its layer shapes are unknown ({why}); "
                                  "give the shape flags instead of --model")

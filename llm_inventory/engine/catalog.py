@@ -132,7 +132,7 @@ def model_detail(entry: ModelEntry, spec: ModelSpec) -> ModelDetail:
     counted = count_parameters(spec)
     kinds: Counter[str] = Counter()
     if spec.decoder is not None:
-        kinds.update(k.value for k in spec.decoder.kinds())
+        kinds.update(spec.decoder.kinds())
     media = None
     if spec.encoder is not None and spec.encoder.media.tokens_per_item is not None:
         media = spec.encoder.media.tokens_per_item

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from llm_inventory.engine import kinds
 from llm_inventory.engine.params import count_parameters
 from llm_inventory.spec.model import (
     CheckpointFacts,
@@ -161,52 +162,12 @@ class _Rule:
     where: str = "attention"  # which layer to read: attention, dense, moe, or none
 
 
-def _mla(s: Stack, f: Callable[[Stack], int]) -> int | None:
-    return f(s) if s.mla is not None else None
-
-
-def _plain(s: Stack, f: Callable[[Stack], int]) -> int | None:
-    return f(s) if s.mla is None else None
-
-
 def _vocab_rows(s: Stack) -> int | None:
     return s.embedding_rows or s.vocab_size or None
 
 
 def _head_rows(s: Stack) -> int | None:
     return s.vocab_size if s.vocab_size and not s.tied_embeddings else None
-
-
-def _q_width(s: Stack) -> int | None:
-    return _plain(s, lambda t: (t.heads or 0) * t.k_dim)
-
-
-def _k_width(s: Stack) -> int | None:
-    return _plain(s, lambda t: t.n_kv_heads * t.k_dim)
-
-
-def _v_width(s: Stack) -> int | None:
-    return _plain(s, lambda t: t.n_kv_heads * t.v_dim)
-
-
-def _o_width(s: Stack) -> int | None:
-    if s.mla is not None:
-        return (s.heads or 0) * s.mla.v_head_dim
-    return (s.heads or 0) * s.v_dim
-
-
-def _mla_q(s: Stack) -> int | None:
-    return _mla(s, lambda t: (t.heads or 0) * (t.mla.qk_nope_head_dim + t.mla.qk_rope_head_dim)
-                if t.mla else 0)
-
-
-def _mla_kv_a(s: Stack) -> int | None:
-    return _mla(s, lambda t: t.mla.kv_lora_rank + t.mla.qk_rope_head_dim if t.mla else 0)
-
-
-def _mla_kv_b(s: Stack) -> int | None:
-    return _mla(s, lambda t: (t.heads or 0) * (t.mla.qk_nope_head_dim + t.mla.v_head_dim)
-                if t.mla else 0)
 
 
 def _mlp_width(s: Stack) -> int | None:
@@ -222,27 +183,14 @@ def _experts(s: Stack) -> int | None:
 
 
 _L = r"(?:^|\.)(?:layers|blk)\.\d+\."
-_RULES: tuple[_Rule, ...] = (
+_STACK_RULES: tuple[_Rule, ...] = (
     _Rule("hidden size", re.compile(r"(^|\.)(embed_tokens|token_embd)\.weight$"), -1,
           lambda s: s.hidden_size, "none"),
     _Rule("vocabulary rows", re.compile(r"(^|\.)(embed_tokens|token_embd)\.weight$"), 0,
           _vocab_rows, "none"),
     _Rule("lm_head rows", re.compile(r"^(lm_head|output)\.weight$"), 0, _head_rows, "none"),
-    _Rule("query width (heads × head_dim)",
-          re.compile(_L + r"(self_attn\.q_proj|attn_q)\.weight$"), 0, _q_width),
-    _Rule("key width (KV heads × head_dim)",
-          re.compile(_L + r"(self_attn\.k_proj|attn_k)\.weight$"), 0, _k_width),
-    _Rule("value width (KV heads × value head_dim)",
-          re.compile(_L + r"(self_attn\.v_proj|attn_v)\.weight$"), 0, _v_width),
-    _Rule("attention output width (heads × value head_dim)",
-          re.compile(_L + r"(self_attn\.o_proj|attn_output)\.weight$"), -1, _o_width),
-    _Rule("MLA query width (heads × (nope + rope))",
-          re.compile(_L + r"(self_attn\.q_b_proj|attn_q_b)\.weight$"), 0, _mla_q),
-    _Rule("MLA latent width (kv_lora_rank + rope)",
-          re.compile(_L + r"(self_attn\.kv_a_proj_with_mqa|attn_kv_a_mqa)\.weight$"), 0,
-          _mla_kv_a),
-    _Rule("MLA key/value width (heads × (nope + v))",
-          re.compile(_L + r"(self_attn\.kv_b_proj|attn_kv_b)\.weight$"), 0, _mla_kv_b),
+)
+_MLP_RULES: tuple[_Rule, ...] = (
     _Rule("MLP width (intermediate_size)",
           re.compile(_L + r"(mlp\.down_proj|ffn_down)\.weight$"), -1, _mlp_width, "dense"),
     _Rule("expert width (expert intermediate size)",
@@ -251,6 +199,19 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("experts per MoE layer", re.compile(_L + r"ffn_down_exps\.weight$"), 0, _experts,
           "moe"),
 )
+
+
+def _fixed(value: int) -> Expect:
+    return lambda _stack: value
+
+
+def _rules(stack: Stack) -> list[_Rule]:
+    """Stack-wide rules, the first layer's mixer rules (its kind's), then the MLP rules."""
+    mixer = [_Rule(r.what, r.pattern, r.axis, _fixed(r.expected))
+             for r in kinds.of_layer(stack, 0).shape_rules(stack)]
+    return [*_STACK_RULES, *mixer, *_MLP_RULES]
+
+
 _EXPERT_INDEX = re.compile(r"\.experts\.(\d+)\.")
 
 
@@ -283,7 +244,7 @@ def _checks(spec: ModelSpec, facts: CheckpointFacts) -> list[ShapeCheck]:
         if tensor.layer is None or tensor.layer in targets.values():
             by_layer.setdefault(tensor.layer, []).append(tensor)
     checks: list[ShapeCheck] = []
-    for rule in _RULES:
+    for rule in _rules(stack):
         expected = rule.expect(stack)
         if expected is None or rule.where not in targets:
             continue

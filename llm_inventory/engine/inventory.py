@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.engine import kinds
 from llm_inventory.engine.checkpoint_compare import (
     CheckpointComparison,
     checkpoint_weight_bytes,
@@ -299,8 +300,7 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
     per_item = geometry.feature_tokens if geometry else 0
     media_tokens = per_item * request.images
     stack = spec.decoder
-    cross = stack is not None and (stack.cross_attention or any(
-        k.value == "cross" for k in stack.kinds()))
+    cross = stack is not None and kinds.reads_encoder(stack)
     if media_tokens and not cross and media_tokens > request.context:
         raise InputError("context", f"{request.context:,} positions cannot hold the "
                          f"{media_tokens:,} media feature tokens of {request.images} item(s)")

@@ -21,14 +21,15 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from llm_inventory.engine.state import StateKind, StateLayer, fixed_bytes, per_token_bytes
+from llm_inventory.engine import kinds
+from llm_inventory.engine.state import StateLayer, layer_dtype
 
 
 @dataclass(frozen=True, slots=True)
 class KvLayer:
     """One layer's KV on one device: its kind, window and bytes per token (or fixed)."""
 
-    kind: StateKind
+    kind: str
     window: int | None = None
     bytes_per_token: int = 0
     fixed_bytes: int = 0
@@ -51,10 +52,10 @@ def _cdiv(a: int, b: int) -> int:
 
 def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
     """One layer of `run` on one TP rank (None for a layer that stores nothing)."""
-    layer_dtype = run.dtype or dtype
-    heads = max(1, run.kv_heads // tp) if run.kv_heads else 0
-    per_token = per_token_bytes(run, layer_dtype, heads)
-    fixed = fixed_bytes(run, layer_dtype, heads, tp)
+    kind = kinds.get(run.kind)
+    own_dtype = layer_dtype(run, dtype)
+    per_token = kind.bytes_per_token(run, own_dtype, tp)
+    fixed = kind.fixed_bytes(run, own_dtype, tp)
     if not per_token and not fixed:
         return None
     return KvLayer(kind=run.kind, window=run.window, bytes_per_token=per_token,
@@ -79,13 +80,9 @@ def device_layers_by_index(
     return out
 
 
-def _request_blocks(kind: StateKind, window: int | None, block: int, max_len: int,
+def _request_blocks(kind: str, window: int | None, block: int, max_len: int,
                     batched: int) -> int:
-    if kind is StateKind.SLIDING and window:
-        return _cdiv(min(window - 1 + batched, max_len), block) + 1
-    if kind is StateKind.CHUNKED and window:
-        return _cdiv(min(window + batched, max_len), block)
-    return _cdiv(max_len, block)
+    return kinds.get(kind).request_blocks(window, block, max_len, batched)
 
 
 @dataclass(frozen=True, slots=True)

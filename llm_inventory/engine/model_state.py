@@ -1,59 +1,18 @@
 """A model's persistent-state layout: which layers keep what, for the state engine.
 
-Per decoder layer kind: attention layers keep K and V per token (capped by a window or a
-chunk); MLA layers one latent of kv_lora_rank + qk_rope_head_dim; Mamba layers a fixed
-conv + SSM state per sequence; cross-attention layers K and V over the encoder's tokens;
-shared-KV layers nothing. Encoder-only and diffusion models keep no state across steps.
+Each decoder layer's mixers say what they keep (see `engine/kinds/`): attention K and V per
+token, MLA latents, Mamba state, cross-attention K and V over the encoder's tokens, nothing
+for shared-KV layers. Encoder-only and diffusion models keep no state across steps.
 """
 
 from __future__ import annotations
 
-from llm_inventory.engine.state import StateKind, StateLayer
-from llm_inventory.engine.tensors import ssm_dims
-from llm_inventory.spec.model import LayerKind, ModelSpec, Stack
+from llm_inventory.engine import kinds
+from llm_inventory.engine.kinds import StateLayer
+from llm_inventory.engine.kinds.mamba import ssm_state_elements
+from llm_inventory.spec.model import ModelSpec
 
-_KIND = {
-    LayerKind.FULL: StateKind.FULL,
-    LayerKind.SLIDING: StateKind.SLIDING,
-    LayerKind.CHUNKED: StateKind.CHUNKED,
-    LayerKind.MLA: StateKind.MLA,
-    LayerKind.MAMBA: StateKind.RECURRENT,
-    LayerKind.CROSS: StateKind.CROSS,
-    LayerKind.SHARED: StateKind.SHARED,
-}
-
-
-def ssm_state_elements(stack: Stack) -> int:
-    """Elements of one sequence's Mamba state in one layer: conv window + SSM state.
-
-    Conv: (d_conv − 1) × conv channels; SSM: d_inner × d_state (Mamba-1) or
-    heads × head_dim × d_state (Mamba-2).
-    """
-    assert stack.ssm is not None
-    _, _, conv, ssm = ssm_dims(stack)
-    return (stack.ssm.d_conv - 1) * conv + ssm
-
-
-def _layer(stack: Stack, index: int, kind: LayerKind, encoder_tokens: int) -> StateLayer:
-    state = _KIND[kind]
-    heads, k, v = stack.n_kv_heads, stack.k_dim, stack.v_dim
-    if kind is LayerKind.MLA:
-        assert stack.mla is not None
-        latent = stack.mla.kv_lora_rank + stack.mla.qk_rope_head_dim
-        return StateLayer(kind=state, first=index, latent_dim=latent)
-    if kind is LayerKind.MAMBA:
-        assert stack.ssm is not None
-        return StateLayer(kind=state, first=index, state_elements=ssm_state_elements(stack),
-                          dtype=stack.ssm.state_dtype)
-    if kind is LayerKind.CROSS:
-        return StateLayer(kind=state, first=index, kv_heads=heads, k_head_dim=k, v_head_dim=v,
-                          encoder_tokens=encoder_tokens)
-    if kind is LayerKind.SHARED:
-        return StateLayer(kind=state, first=index)
-    window = stack.sliding_window if kind is LayerKind.SLIDING else (
-        stack.chunk_size if kind is LayerKind.CHUNKED else None)
-    return StateLayer(kind=state, first=index, kv_heads=heads, k_head_dim=k, v_head_dim=v,
-                      window=window)
+__all__ = ["context_notes", "ssm_state_elements", "state_layers"]
 
 
 def _runs(layers: list[StateLayer]) -> tuple[StateLayer, ...]:
@@ -70,20 +29,25 @@ def _runs(layers: list[StateLayer]) -> tuple[StateLayer, ...]:
     return tuple(runs)
 
 
+def keeps_state(spec: ModelSpec) -> bool:
+    """Whether the model runs a decode loop whose layers keep state between steps."""
+    return spec.decoder is not None and spec.diffusion is None and spec.family.decodes
+
+
 def state_layers(spec: ModelSpec, encoder_tokens: int = 0) -> tuple[StateLayer, ...]:
-    """The state layout of `spec`'s decoder; empty when the model keeps no state."""
+    """The state layout of `spec`'s decoder: each layer's own mixer, then the cross-attention
+    every layer of a `cross_attention` stack adds; empty when the model keeps no state."""
     stack = spec.decoder
-    if stack is None or spec.family.value in ("encoder", "diffusion"):
+    if stack is None or not keeps_state(spec):
         return ()
-    self_layers: list[StateLayer] = []
-    cross_layers: list[StateLayer] = []
-    for index, kind in enumerate(stack.kinds()):
-        if kind is not LayerKind.MAMBA and not stack.n_kv_heads and kind is not LayerKind.MLA:
-            continue  # a coarse stack without attention shapes
-        self_layers.append(_layer(stack, index, kind, encoder_tokens))
-        if stack.cross_attention and kind is not LayerKind.CROSS:
-            cross_layers.append(_layer(stack, index, LayerKind.CROSS, encoder_tokens))
-    return _runs(self_layers) + _runs(cross_layers)
+    own: list[StateLayer] = []
+    extra: list[StateLayer] = []
+    for index in range(stack.layers):
+        for position, (kind, _) in enumerate(kinds.mixers(stack, index)):
+            layer = kind.state_layer(stack, index, encoder_tokens)
+            if layer is not None:
+                (own if position == 0 else extra).append(layer)
+    return _runs(own) + _runs(extra)
 
 
 def context_notes(spec: ModelSpec, context: int) -> list[str]:

@@ -27,6 +27,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.engine import kinds
 from llm_inventory.engine.device_weights import weight_layout
 from llm_inventory.engine.kv_pool import (
     KvLayer,
@@ -37,7 +38,7 @@ from llm_inventory.engine.kv_pool import (
 )
 from llm_inventory.engine.memory import ReserveEstimate, ReserveModel, estimate_reserve
 from llm_inventory.engine.model_state import context_notes, state_layers
-from llm_inventory.engine.parallel import kv_tp_problem, pp_partition
+from llm_inventory.engine.parallel import pp_partition
 from llm_inventory.engine.params import count_parameters, runtime_quantization
 from llm_inventory.engine.roofline import Efficiency, Timing, roofline
 from llm_inventory.engine.routing import expected_distinct_experts, expert_rank_counts
@@ -45,11 +46,7 @@ from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup, model_tensors
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
-from llm_inventory.spec.model import (
-    LayerKind,
-    ModelSpec,
-    Stack,
-)
+from llm_inventory.spec.model import ModelSpec, Stack
 from llm_inventory.units import DTYPE_BITS, normalize_dtype
 
 GIB = 2**30
@@ -241,10 +238,7 @@ class _Search:
         coarse = spec.coarse
         self.experts = (self.moe.experts if self.moe else coarse.experts
                         if coarse and coarse.experts else 0)
-        self.has_encoder = spec.encoder is not None and spec.family.value != "encoder"
-        kinds = set(stack.kinds()) if stack is not None else set()
-        self.attention = bool(kinds & {LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED,
-                                       LayerKind.CROSS, LayerKind.SHARED})
+        self.has_encoder = spec.encoder is not None and spec.family.decodes
         self.dense_mlp = stack is not None and stack.mlp != "none" and (
             self.moe is None or any(not self.moe.is_moe_layer(i) for i in range(self.layers)))
 
@@ -275,29 +269,15 @@ class _Search:
         reasons: list[str] = []
         warnings: list[str] = []
         s = self.stack
-        if s is not None and s.heads and s.heads % tp:
-            reasons.append(f"tp {tp} does not divide the {s.heads} attention heads")
-        if s is not None and s.heads and s.mla is None and self.attention:
-            problem = kv_tp_problem(s.n_kv_heads, tp)
-            if problem:
-                reasons.append(problem)
-            elif tp > s.n_kv_heads:
-                warnings.append(f"each of the {s.n_kv_heads} KV heads is replicated on "
-                                f"{tp // s.n_kv_heads} ranks (KV bytes and k/v weights too)")
-        if s is not None and s.mla is not None and tp > 1:
-            warnings.append("the MLA latent is replicated on every TP rank")
+        if s is not None:
+            for kind in kinds.present(s):
+                more, warn = kind.tp_limits(s, tp)
+                reasons += [r for r in more if r not in reasons]
+                warnings += [w for w in warn if w not in warnings]
         if s is not None and s.intermediate_size and self.dense_mlp and (
                 s.intermediate_size % tp):
             reasons.append(f"tp {tp} does not divide the MLP intermediate size "
                            f"{s.intermediate_size}")
-        if s is not None and s.ssm is not None and tp > 1:
-            from llm_inventory.engine.tensors import ssm_dims
-
-            d_inner, second, _, _ = ssm_dims(s)
-            if s.ssm.version == 2 and second % tp:
-                reasons.append(f"tp {tp} does not divide the {second} Mamba-2 heads")
-            elif d_inner % tp:
-                reasons.append(f"tp {tp} does not divide the Mamba inner width {d_inner}")
         if tp > self.per_node:
             if self.request.allow_cross_node_tp:
                 warnings.append(f"tp {tp} spans nodes of {self.per_node} devices")
@@ -512,20 +492,14 @@ def _ranges(layers: int, pp: int) -> list[range]:
 def _widest(s: Stack, tp: int, ep: int) -> int:
     """Activation elements per token of the widest layer on one rank (forward peak)."""
     hidden = s.hidden_size or 0
-    heads = s.heads or 0
-    qkv = (heads * s.k_dim + 2 * s.n_kv_heads * s.v_dim) // tp if heads else 0
     mlp = 0
     if s.intermediate_size and s.mlp != "none":
         mlp = (3 if s.mlp == "gated" else 2) * s.intermediate_size // tp
     if s.moe is not None:
         width = s.moe.expert_intermediate_size // (1 if ep > 1 else tp)
         mlp = max(mlp, s.moe.top_k * (3 * width + hidden))
-    if s.ssm is not None:
-        from llm_inventory.engine.tensors import ssm_dims
-
-        d_inner, _, conv, _ = ssm_dims(s)
-        mlp = max(mlp, (2 * d_inner + conv) // tp)
-    return 2 * hidden + max(qkv, mlp)
+    mixers = max((k.activation_width(s, tp) for k in kinds.present(s)), default=0)
+    return 2 * hidden + max(mixers, mlp)
 
 
 def _divisors(n: int) -> list[int]:

@@ -22,11 +22,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from llm_inventory.engine import kinds
 from llm_inventory.engine.params import ParameterCount
 from llm_inventory.engine.routing import expected_distinct_experts
-from llm_inventory.engine.tensors import TensorGroup, ssm_dims
+from llm_inventory.engine.tensors import TensorGroup
 from llm_inventory.engine.weights import group_bytes
-from llm_inventory.spec.model import Component, LayerKind, ModelSpec, Quantization, Stack
+from llm_inventory.spec.model import Component, ModelSpec, Quantization, Stack
 
 
 class Gemm(BaseModel):
@@ -59,48 +60,15 @@ class PhaseWork(BaseModel):
     experts_touched: float | None = None  # routed experts one MoE layer runs
 
 
-def _score_width(stack: Stack, kind: LayerKind) -> int:
-    """FLOPs per attended position per token in one layer: 2 × heads × (k + v) dims."""
-    heads = stack.heads or 0
-    if kind is LayerKind.MLA and stack.mla is not None:
-        m = stack.mla
-        return 2 * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
-    return 2 * heads * (stack.k_dim + stack.v_dim)
-
-
-def _sum_attended(kind: LayerKind, stack: Stack, start: int, stop: int) -> int:
-    """Σ over positions t in (start, stop] of the positions a token at t attends."""
-    cap = None
-    if kind is LayerKind.SLIDING:
-        cap = stack.sliding_window
-    elif kind is LayerKind.CHUNKED:
-        cap = stack.chunk_size
-
-    def upto(n: int) -> int:  # Σ_{t=1..n} min(t, cap)
-        if cap is None or n <= cap:
-            return n * (n + 1) // 2
-        return cap * (cap + 1) // 2 + (n - cap) * cap
-
-    return upto(stop) - upto(start)
-
-
 def attention_flops(
     stack: Stack, *, start: int, stop: int, sequences: int, encoder_tokens: int
 ) -> int:
-    """Score FLOPs for positions start+1 … stop of `sequences` sequences, every layer."""
+    """Score FLOPs for positions start+1 … stop of `sequences` sequences, every layer, as
+    each layer's mixers count them (see `engine/kinds/`)."""
     total = 0
-    for kind in stack.kinds():
-        if kind is LayerKind.MAMBA:
-            assert stack.ssm is not None
-            d_inner, _, _, _ = ssm_dims(stack)
-            total += 6 * d_inner * stack.ssm.d_state * (stop - start)
-            continue
-        if kind is LayerKind.CROSS:
-            total += _score_width(stack, kind) * encoder_tokens * (stop - start)
-            continue
-        total += _score_width(stack, kind) * _sum_attended(kind, stack, start, stop)
-        if stack.cross_attention:
-            total += _score_width(stack, LayerKind.CROSS) * encoder_tokens * (stop - start)
+    for index in range(stack.layers):
+        for kind, _ in kinds.mixers(stack, index):
+            total += kind.score_flops(stack, start, stop, encoder_tokens)
     return total * sequences
 
 

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from rich.table import Table
 from rich.text import Text
 
+from llm_inventory.engine import kinds
 from llm_inventory.engine.inventory import Inventory
 from llm_inventory.engine.shapes import PhaseWork
+from llm_inventory.spec.model import Family
 from llm_inventory.units import UnitSystem, format_bytes, format_count
 
 Part = Table | Text
@@ -60,9 +62,9 @@ def _state(inv: Inventory, units: UnitSystem) -> list[Part]:
     s = inv.state
     if s is None:
         why = ("no decode loop: every request is one pass over complete inputs"
-               if inv.family.value == "encoder" else
+               if inv.family is Family.ENCODER else
                "no KV: the step loop refines one latent of fixed shape"
-               if inv.family.value == "diffusion" else "no per-sequence state described")
+               if inv.family is Family.DIFFUSION else "no per-sequence state described")
         return [_heading("2. Persistent state"), Text(why)]
     table = Table()
     for name in ("kind", "layers", "per token", "held at context", "per sequence", "release"):
@@ -70,11 +72,11 @@ def _state(inv: Inventory, units: UnitSystem) -> list[Part]:
                                                            "held at context",
                                                            "per sequence") else "left")
     for k in s.kinds:
-        fixed = k.kind.value in ("recurrent", "cross")
+        kind = kinds.get(k.kind)
         table.add_row(
-            k.kind.value + (f" ({k.window:,})" if k.window else ""), f"{k.layers:,}",
-            "fixed" if fixed else format_bytes(k.bytes_per_token, units),
-            "—" if k.kind.value == "recurrent" else f"{k.tokens_held:,}",
+            kind.label(k.window), f"{k.layers:,}",
+            format_bytes(k.bytes_per_token, units) if kind.grows else "fixed",
+            f"{k.tokens_held:,}" if kind.holds_tokens else "—",
             format_bytes(k.bytes_per_sequence, units), k.release,
         )
     parts: list[Part] = [
@@ -117,7 +119,7 @@ def _work(inv: Inventory, units: UnitSystem) -> list[Part]:
     table.add_column("")
     for w in phases:
         title = (f"prefill ({w.tokens:,} tokens)" if w.phase == "prefill" and
-                 inv.family.value != "encoder" else
+                 inv.family is not Family.ENCODER else
                  f"forward ({w.tokens:,} tokens)" if w.phase == "prefill" else
                  f"decode step (batch {w.sequences:,} at {w.context:,})")
         table.add_column(title, justify="right")

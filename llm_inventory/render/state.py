@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from llm_inventory.engine.state import PER_TOKEN_KINDS, KindState, StateResult
+from llm_inventory.engine import kinds as layer_kinds
+from llm_inventory.engine.state import KindState, StateResult
 from llm_inventory.units import UnitSystem, format_bytes
 
 
@@ -38,7 +39,7 @@ def state_tables(result: StateResult, units: UnitSystem) -> list[Table | Text]:
     row(f"per token ({_plural(layers, 'layer')})", result.bytes_per_token)
     if result.fixed_bytes_per_sequence:
         row("fixed per sequence", result.fixed_bytes_per_sequence)
-    held = {k.tokens_held for k in result.kinds if k.kind in PER_TOKEN_KINDS}
+    held = {k.tokens_held for k in result.kinds if layer_kinds.get(k.kind).grows}
     note = f", {held.pop():,} held" if len(held) == 1 and result.tokens not in held else ""
     row(f"per sequence ({result.tokens:,} tokens{note})", result.bytes_per_sequence)
     row(f"total ({_plural(result.sequences, 'sequence')})", result.total_bytes)
@@ -59,12 +60,13 @@ def state_tables(result: StateResult, units: UnitSystem) -> list[Table | Text]:
         for name in ("kind", "layers", "per token", "tokens held", "per sequence"):
             kinds.add_column(name, justify="left" if name == "kind" else "right")
         for k in result.kinds:
-            growing = k.kind in PER_TOKEN_KINDS
+            kind = layer_kinds.get(k.kind)
+            growing = kind.grows
             kinds.add_row(
                 _label(k),
                 f"{k.layers:,}",
                 format_bytes(k.bytes_per_token, units) if growing else "fixed",
-                f"{k.tokens_held:,}" if k.kind.value != "recurrent" else "—",
+                f"{k.tokens_held:,}" if kind.holds_tokens else "—",
                 format_bytes(k.bytes_per_sequence, units),
             )
         parts.append(kinds)
@@ -75,4 +77,4 @@ def state_tables(result: StateResult, units: UnitSystem) -> list[Table | Text]:
 
 
 def _label(k: KindState) -> str:
-    return k.kind.value + (f" ({k.window:,})" if k.window else "")
+    return layer_kinds.get(k.kind).label(k.window)

@@ -31,9 +31,15 @@ class Family(StrEnum):
     ENCODER = "encoder"
     DIFFUSION = "diffusion"
 
+    @property
+    def decodes(self) -> bool:
+        """Whether the model runs a decode loop, keeping state across its steps."""
+        return self not in (Family.ENCODER, Family.DIFFUSION)
+
 
 class LayerKind(StrEnum):
-    """What a decoder layer's mixer is, and so what state it keeps."""
+    """The built-in names of decoder-layer kinds (what a layer's mixer is, and so what state
+    it keeps). `layer_types` holds names; the engine's kind registry gives each its rules."""
 
     FULL = "full"  # full causal attention: KV for every token
     SLIDING = "sliding"  # sliding-window attention: KV for the last `sliding_window` tokens
@@ -188,7 +194,7 @@ class Stack(_Spec):
     token_types: NonNeg = 0  # BERT-style token-type embeddings (rows)
     embedding_norm: bool = False  # a norm right after the embeddings
     pooler: bool = False  # BERT pooler: Linear(hidden, hidden) with bias
-    layer_types: list[LayerKind] | None = None
+    layer_types: list[Annotated[str, Field(min_length=1)]] | None = None
     sliding_window: Pos | None = None
     chunk_size: Pos | None = None
     mla: MLA | None = None
@@ -211,12 +217,13 @@ class Stack(_Spec):
             return False
         return self.heads is not None or set(self.kinds()) == {LayerKind.MAMBA}
 
-    def kind_of(self, index: int) -> LayerKind:
+    def kind_of(self, index: int) -> str:
+        """The kind name of layer `index` (`layer_types` repeats cyclically)."""
         if not self.layer_types:
             return LayerKind.MLA if self.mla else LayerKind.FULL
         return self.layer_types[index % len(self.layer_types)]
 
-    def kinds(self) -> list[LayerKind]:
+    def kinds(self) -> list[str]:
         return [self.kind_of(i) for i in range(self.layers)]
 
     @property

@@ -216,8 +216,8 @@ def test_transformers_default_geometries() -> None:
 def test_mllama_cross_layers_hold_encoder_tokens() -> None:
     spec = _spec(_load("more-configs/meta-llama--Llama-3.2-90B-Vision-Instruct.json"))
     layers = state_layers(spec, encoder_tokens=6404)
-    cross = [run for run in layers if run.kind is StateKind.CROSS]
-    full = [run for run in layers if run.kind is StateKind.FULL]
+    cross = [run for run in layers if run.kind == StateKind.CROSS]
+    full = [run for run in layers if run.kind == StateKind.FULL]
     assert [run.first for run in cross] == list(range(3, 100, 5))
     assert all(run.encoder_tokens == 6404 and run.elements_per_token() == 0 for run in cross)
     assert all((run.kv_heads, run.k_head_dim) == (8, 128) for run in cross)
@@ -232,16 +232,16 @@ def test_gemma3_five_sliding_to_one_full() -> None:
     assert len(kinds) == 34
     assert kinds[:12] == [StateKind.SLIDING] * 5 + [StateKind.FULL] + [StateKind.SLIDING] * 5 + [
         StateKind.FULL]
-    assert all(run.window == 1024 for run in state_layers(spec) if run.kind is StateKind.SLIDING)
+    assert all(run.window == 1024 for run in state_layers(spec) if run.kind == StateKind.SLIDING)
 
 
 def test_llama4_chunked_layers_and_full_nope_layers() -> None:
     spec = _spec(_load("engine-logs/configs/meta-llama--Llama-4-Scout-17B-16E-Instruct.json"))
     runs = state_layers(spec)
-    full = [i for run in runs if run.kind is StateKind.FULL
+    full = [i for run in runs if run.kind == StateKind.FULL
             for i in range(run.first, run.first + run.count)]
     assert full == list(range(3, 48, 4))  # the NoPE layers: every fourth
-    chunked = [run for run in runs if run.kind is StateKind.CHUNKED]
+    chunked = [run for run in runs if run.kind == StateKind.CHUNKED]
     assert sum(run.count for run in chunked) == 36
     assert all(run.window == 8192 for run in chunked)
 
@@ -289,7 +289,7 @@ def test_llama4_moe_and_nope_layers(layers: int, step: int, interval: int) -> No
     spec = _spec(data)
     counted = count_parameters(spec)
     assert counted.moe_layers == len(range(step - 1, layers, step))
-    full = [i for run in state_layers(spec) if run.kind is StateKind.FULL
+    full = [i for run in state_layers(spec) if run.kind == StateKind.FULL
             for i in range(run.first, run.first + run.count)]
     assert full == [i for i in range(layers) if (i + 1) % interval == 0]
 
