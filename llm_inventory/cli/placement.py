@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from llm_inventory.cli.common import (
-    ContextOption,
     DtypeOption,
     FormatOption,
     KvDtypeOption,
@@ -48,12 +47,16 @@ def placement(
     tp: Annotated[int | None, typer.Option(min=1, help="Pin tensor parallelism.")] = None,
     pp: Annotated[int | None, typer.Option(min=1, help="Pin pipeline parallelism.")] = None,
     ep: Annotated[int | None, typer.Option(min=1, help="Pin expert parallelism.")] = None,
-    context: ContextOption = "8000",  # type: ignore[assignment]
+    context: Annotated[int | None, typer.Option(
+        "--context", "--max-model-len", parser=tokens_parser("context"), metavar="TOKENS",
+        help="Positions per sequence: 8000, 8k, 32K … (default 8,000, or the model's "
+             "limit if lower).")] = None,
     concurrency: Annotated[int, typer.Option(
         min=1, help="Requests at --context that must fit at once.")] = 1,
-    gpu_memory_utilization: Annotated[float, typer.Option(
+    gpu_memory_utilization: Annotated[float | None, typer.Option(
         parser=_fraction, metavar="FRACTION",
-        help="Share of device memory the engine may use (vLLM's default 0.92).")] = "0.92",  # type: ignore[assignment]
+        help="Share of device memory the engine may use (default: the engine's; vLLM "
+             "0.92).")] = None,
     max_num_batched_tokens: Annotated[int | None, typer.Option(
         parser=tokens_parser("max_num_batched_tokens"), metavar="TOKENS",
         help="Tokens per engine step (default as vLLM: 8192 on ≥70 GiB GPUs, else 2048).",
@@ -61,18 +64,32 @@ def placement(
     max_num_seqs: Annotated[int | None, typer.Option(
         min=1, help="Sequences per step (default as vLLM: 1024 on ≥70 GiB GPUs, else 256).",
     )] = None,
-    block_size: Annotated[int, typer.Option(min=1, help="KV cache block size, tokens.")] = 16,
+    block_size: Annotated[int | None, typer.Option(
+        min=1, help="KV cache block size, tokens (default: the engine's; vLLM 16).")] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", "-e", metavar="ENGINE[@VERSION]",
+        help="Serving engine whose accounting to follow (see `inventory engines`).",
+    )] = "vllm",
     dtype: DtypeOption = None,
     kv_dtype: KvDtypeOption = None,
     even_experts: Annotated[bool, typer.Option(
         help="Require every EP rank to hold the same number of experts.")] = False,
     allow_cross_node_tp: Annotated[bool, typer.Option(
         help="Allow tensor parallelism across nodes.")] = False,
-    legal_only: Annotated[bool, typer.Option(help="Hide illegal plans.")] = False,
+    legal_only: Annotated[bool, typer.Option(
+        hidden=True, help="Kept for old scripts: plans are always legal splits now.")] = False,
+    allow_long_context: Annotated[bool, typer.Option(
+        help="Let the engine serve past the model's positions (as vLLM's "
+             "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 does; that variable is honoured too).")] = False,
+    sort: Annotated[str, typer.Option(
+        metavar="KEY",
+        help="Order plans by throughput (default, estimated), concurrency, devices, kv or "
+             "cost; plans that fit always come first.")] = "throughput",
     require_fit: Annotated[bool, typer.Option(
         help="Exit 1 when no legal plan fits the workload (for CI).")] = False,
-    limit: Annotated[int, typer.Option(
-        min=0, help="Plans to show, best first (0: all).")] = 20,
+    limit: Annotated[int | None, typer.Option(
+        min=0, help="Plans to keep, best first (0: all). Default: every plan in JSON and "
+                    "YAML, the first 20 in the table.")] = None,
     batch: Annotated[int | None, typer.Option(
         min=1, help="Decode batch for the timing estimate (default: what one engine holds).",
     )] = None,
@@ -88,7 +105,9 @@ def placement(
 
     Example: inventory placement llama-3.1-70b --device h100-sxm --count 8 --context 8000
     """
-    from llm_inventory.engine.placement import PlacementRequest, plan_placement
+    import os
+
+    from llm_inventory.engine.placement import ORDERS, PlacementRequest, plan_placement
     from llm_inventory.errors import CheckFailed, InputError
     from llm_inventory.render.output import emit
     from llm_inventory.spec.devices import custom_device, load_devices_file, resolve_device
@@ -102,25 +121,28 @@ def placement(
         chosen = custom_device(device_memory, chosen)
     assert chosen is not None
     n = count or per_node or chosen.devices_per_node or 1
+    if sort not in ORDERS:
+        raise InputError("sort", f"unknown sort key {sort!r}; use one of {', '.join(ORDERS)}")
     spec = load_model(model)
+    long_ok = allow_long_context or os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1"
     request = PlacementRequest(
         device=chosen, count=n, per_node=per_node, tp=tp, pp=pp, ep=ep, context=context,
         concurrency=concurrency, gpu_memory_utilization=gpu_memory_utilization,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         block_size=block_size, dtype=dtype, kv_dtype=kv_dtype, even_experts=even_experts,
-        allow_cross_node_tp=allow_cross_node_tp, legal_only=legal_only, limit=limit,
-        batch=batch, prompt_tokens=prompt_tokens,
+        allow_cross_node_tp=allow_cross_node_tp, allow_long_context=long_ok, limit=limit,
+        batch=batch, prompt_tokens=prompt_tokens, engine=engine, sort=sort,
     )
-    if tp is not None and pp is not None and tp * pp > n:
-        raise InputError("count", f"tp {tp} × pp {pp} needs {tp * pp} devices; --count is {n}")
     result = plan_placement(spec, request)
 
     def table() -> list[Any]:
         from llm_inventory.render.placement import placement_tables
 
-        return placement_tables(result, units_of(units))
+        return placement_tables(result, units_of(units), limit)
 
     emit(result, fmt, table)
     if require_fit and not result.fitting:
+        refused = next((p.why for p in result.plans if p.why and "refuses" in p.why), None)
         raise CheckFailed(f"--require-fit: no legal plan of {spec.name} fits {n} × "
-                          f"{chosen.id} at {result.context:,} tokens × {result.concurrency}")
+                          f"{chosen.id} at {result.context:,} tokens × {result.concurrency}"
+                          + (f" ({refused})" if refused else ""))

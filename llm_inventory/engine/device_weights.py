@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from llm_inventory.engine.params import count_parameters
 from llm_inventory.engine.routing import expert_rank_counts
+from llm_inventory.engine.serving.base import ServingEngine
 from llm_inventory.engine.tensors import model_tensors
 from llm_inventory.engine.weights import copy_bytes, quantized_bits
 from llm_inventory.spec.model import (
@@ -79,23 +80,13 @@ class PaddedExperts:
         return bits / 8 * experts * layers
 
 
-def rotary_bytes(spec: ModelSpec, dtype: str) -> int:
-    """cos/sin caches engines keep with the weights: Σ positions × rotary dim × dtype."""
-    stack = spec.decoder
-    if stack is None or not stack.rope or not stack.shaped:
-        return 0
-    rotary = stack.mla.qk_rope_head_dim if stack.mla else int(
-        stack.k_dim * stack.partial_rotary_factor)
-    positions = stack.rope_cache_positions or ([spec.max_context] if spec.max_context else [])
-    return sum(p * rotary * dtype_bits(dtype) // 8 for p in positions)
-
-
 _KV_NAMES = ("k_proj", "v_proj", "attn_k.", "attn_v.")
 _REPLICATED_NAMES = ("norm", "q_a_proj", "kv_a_proj", "router", ".gate.", "gate_inp",
                      "sinks")
 
 
-def _from_checkpoint(spec: ModelSpec, facts: CheckpointFacts, act_bits: int) -> WeightLayout:
+def _from_checkpoint(spec: ModelSpec, facts: CheckpointFacts, act_bits: int,
+                     absorbs_mla: bool) -> WeightLayout:
     """Bytes per layer and sharding rule from the checkpoint's own tensors, as stored.
 
     Layers past the config's stack (DeepSeek-V3's multi-token-prediction layer) are left
@@ -120,7 +111,8 @@ def _from_checkpoint(spec: ModelSpec, facts: CheckpointFacts, act_bits: int) -> 
                 layout.rep[t.layer] += nbytes
             else:
                 layout.split[t.layer] += nbytes
-            if "kv_b_proj" in name and t.role is TensorRole.WEIGHT and t.elements:
+            if absorbs_mla and "kv_b_proj" in name and t.role is TensorRole.WEIGHT \
+                    and t.elements:
                 layout.split[t.layer] += t.elements * act_bits // 8  # absorbed W_UK, W_UV
         elif t.component is Component.LM_HEAD:
             layout.last_vocab += nbytes
@@ -139,14 +131,18 @@ def _from_checkpoint(spec: ModelSpec, facts: CheckpointFacts, act_bits: int) -> 
 
 
 def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
-            use_checkpoint: bool = True) -> WeightLayout:
+                  engine: ServingEngine, use_checkpoint: bool = True) -> WeightLayout:
+    """Weight bytes per layer and sharding rule, with what `engine` adds at load time: its
+    absorbed MLA copies, its padded expert matrices and its runtime buffers."""
     stack = spec.decoder
-    act_bits = dtype_bits("bf16" if DTYPE_BITS[dtype] < 16 else dtype)
+    act_dtype = "bf16" if DTYPE_BITS[dtype] < 16 else dtype
+    act_bits = dtype_bits(act_dtype)
     facts = spec.checkpoint
+    pad = engine.expert_padding(spec) if q is not None else None
     if (use_checkpoint and facts is not None and facts.headers_read and facts.tensors
-            and spec.coarse is None and not (q is not None and q.runtime_pad)):
-        layout = _from_checkpoint(spec, facts, act_bits)
-        layout.buffers = rotary_bytes(spec, "bf16" if DTYPE_BITS[dtype] < 16 else dtype)
+            and spec.coarse is None and not pad):
+        layout = _from_checkpoint(spec, facts, act_bits, engine.absorbs_mla)
+        layout.buffers = engine.runtime_buffer_bytes(spec, act_dtype)
         return layout
     n = stack.layers if stack is not None else 1
     layout = WeightLayout(layers=n, split=[0] * n, kv=[0] * n, rep=[0] * n, expert=[0] * n)
@@ -159,11 +155,11 @@ def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
                                     if c.component is Component.EXPERTS)
         return layout
     moe = stack.moe if stack is not None else None
-    if q is not None and q.runtime_pad and moe is not None and stack is not None:
+    if q is not None and pad and moe is not None and stack is not None:
         layout.padded_experts = PaddedExperts(
             experts=moe.experts, intermediate=moe.expert_intermediate_size,
             hidden=stack.hidden_size or 0, gated=moe.gated, bias=moe.expert_bias,
-            pad=q.runtime_pad, quant=q,
+            pad=pad, quant=q,
             layers=frozenset(i for i in range(stack.layers) if moe.is_moe_layer(i)),
         )
     for group in model_tensors(spec):
@@ -173,7 +169,7 @@ def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
             target = getattr(layout, bucket)
             for layer in group.layers:
                 target[layer] += copy_bytes(group, dtype, q, layer)
-            if group.name.endswith("kv_b_proj.weight"):
+            if engine.absorbs_mla and group.name.endswith("kv_b_proj.weight"):
                 # MLA backends keep the up-projection split per head (W_UK, W_UV) beside
                 # kv_b_proj, in the activation dtype, for weight absorption at decode.
                 for layer in group.layers:
@@ -194,5 +190,5 @@ def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
             layout.first_split += nbytes
         else:
             layout.first_rep += nbytes
-    layout.buffers = rotary_bytes(spec, "bf16" if DTYPE_BITS[dtype] < 16 else dtype)
+    layout.buffers = engine.runtime_buffer_bytes(spec, act_dtype)
     return layout

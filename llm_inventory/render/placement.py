@@ -16,6 +16,18 @@ def _split(plan: Plan) -> str:
     return text + mode
 
 
+def _engine(result: PlacementResult) -> str:
+    from llm_inventory.engine.serving import get
+
+    return get(f"{result.engine}@{result.engine_version}").label
+
+
+def _splits(splits: list[str], most: int = 4) -> str:
+    if len(splits) <= most:
+        return ", ".join(splits)
+    return ", ".join(splits[:most]) + f" and {len(splits) - most} more"
+
+
 def _seconds(value: float) -> str:
     return f"{value * 1000:,.0f} ms" if value >= 0.01 else f"{value * 1000:.2f} ms"
 
@@ -27,35 +39,45 @@ def _times(plan: Plan) -> tuple[str, str, str]:
     return _seconds(t.ttft_s), _seconds(t.tpot_s), f"{t.tokens_per_s_per_device:,.0f}"
 
 
+TABLE_LIMIT = 20  # plans a table shows unless --limit says otherwise
+
+
 def _verdict(plan: Plan) -> Text:
     if not plan.legal:
         return Text("illegal", style="red")
     if plan.fits:
         return Text("fits", style="green")
+    if plan.why and "refuses" in plan.why:
+        return Text("refused", style="red")
     if plan.per_device is not None and plan.per_device.kv_pool_bytes <= 0:
         return Text("no room", style="yellow")
     return Text("too small", style="yellow")
 
 
-def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table | Text]:
+def placement_tables(result: PlacementResult, units: UnitSystem,
+                     limit: int | None = None) -> list[Table | Text]:
     head = Text(
         f"{result.model} on {result.count} × {result.device} "
         f"({format_bytes(result.device_memory_bytes, units)} each, "
         f"{result.gpu_memory_utilization:g} usable) · {result.context:,} tokens × "
-        f"{result.concurrency} · weights {result.weight_dtype}, KV {result.kv_dtype}",
+        f"{result.concurrency} · weights {result.weights.label}, KV {result.kv_dtype}",
         style="bold",
     )
+    keep = TABLE_LIMIT if limit is None else (limit or len(result.plans))
+    shown = result.plans[:keep]
+    hidden = len(result.plans) - len(shown)
     summary = Text(f"{result.candidates} candidate splits: {result.legal} legal, "
-                   f"{result.fitting} fit; showing {result.shown} (×N: replicas; P/D: separate "
-                   "prefill and decode pools; enc: encoder on its own device; conc.: requests "
-                   "at the context one engine holds)")
+                   f"{result.fitting} fit; showing {len(shown)}"
+                   + (f" ({hidden} more: --limit 0 shows all)" if hidden else "")
+                   + " (×N: replicas; P/D: separate prefill and decode pools; enc: encoder on "
+                   "its own device; conc.: requests at the context one engine holds)")
     table = Table()
     for name in ("plan", "verdict", "weights", "reserve*", "KV pool", "KV tokens", "conc.",
                  "time†"):
         table.add_column(name, justify="left" if name in ("plan", "verdict") else "right",
                          no_wrap=name in ("plan", "conc."))
     notes: list[str] = []
-    for index, plan in enumerate(result.plans, start=1):
+    for index, plan in enumerate(shown, start=1):
         d = plan.per_device
         size = (lambda n: format_bytes(n, units)) if d else None
         table.add_row(
@@ -68,11 +90,11 @@ def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table |
             f"{plan.max_concurrency:,.1f}" if plan.max_concurrency is not None else "—",
             "/".join(_times(plan)[:2]).replace(" ms/", "/") if plan.timing else "—",
         )
-        for reason in plan.reasons:
-            notes.append(f"{index}. illegal: {reason}")
+        if plan.why and not plan.fits:
+            notes.append(f"{index}. does not fit: {plan.why}")
         for warning in plan.warnings:
             notes.append(f"{index}. warning: {warning}")
-        if plan.legal and plan.fits_context is False:
+        if plan.legal and plan.fits_context is False and plan.longest_context is not None:
             notes.append(f"{index}. one request at {result.context:,} tokens does not fit; "
                          f"the longest that does is {plan.longest_context:,}")
         if plan.kv_handover_bytes:
@@ -90,12 +112,25 @@ def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table |
                        verdict)
     weights_line = Text(
         f"weights {format_bytes(result.model_weight_bytes, units)} for one replica; "
-        f"{format_bytes(result.usable_bytes, units)} usable per device")
+        f"{format_bytes(result.usable_bytes, units)} usable per device, as "
+        f"{_engine(result)} accounts for it")
     parts: list[Table | Text] = [head, weights_line]
     parts += [Text(f"note: {note}", style="yellow") for note in result.notes]
     if result.widths:
         parts.append(widths)
     parts += [summary, table]
+    parts.append(Text(f"order ({result.sort}): {result.order}", style="dim"))
+    if result.smallest is not None:
+        small = result.smallest
+        split = f"tp{small.tp} pp{small.pp}" + (f" ep{small.ep}" if small.ep > 1 else "")
+        parts.append(Text(f"smallest fit: {small.devices:,} device"
+                          f"{'' if small.devices == 1 else 's'} ({split} ×{small.replicas}) "
+                          f"serve {result.concurrency:,} request"
+                          f"{'' if result.concurrency == 1 else 's'} at "
+                          f"{result.context:,} tokens"))
+    if result.refused:
+        lines = [f"  {r.reason} ({_splits(r.splits)})" for r in result.refused]
+        parts.append(Text("refused splits:\n" + "\n".join(lines)))
     parts.append(Text("* reserve is an estimate: " + result.estimate, style="dim"))
     timed = next((p.timing for p in result.plans if p.timing is not None), None)
     if timed is not None:

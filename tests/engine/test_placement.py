@@ -7,16 +7,31 @@ import time
 import pytest
 
 from llm_inventory.engine.model_state import state_layers
-from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
+from llm_inventory.engine.placement import (
+    PlacementRequest,
+    PlacementResult,
+    Plan,
+    plan_placement,
+)
 from llm_inventory.engine.state import StateRequest, size_state
+from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import custom_device, resolve_device
 from llm_inventory.spec.presets import load_preset
 
 
-def plans(model: str, device: str, count: int, **pins: object) -> list[Plan]:
+def result(model: str, device: str, count: int, **pins: object) -> PlacementResult:
     request = PlacementRequest.model_validate(
         {"device": resolve_device(device), "count": count, "limit": 0, **pins})
-    return plan_placement(load_preset(model), request).plans
+    return plan_placement(load_preset(model), request)
+
+
+def plans(model: str, device: str, count: int, **pins: object) -> list[Plan]:
+    return result(model, device, count, **pins).plans
+
+
+def refused(found: PlacementResult, split: str) -> list[str]:
+    """The reasons a split is refused (each reason is listed once, with its splits)."""
+    return [r.reason for r in found.refused if split in r.splits]
 
 
 def only(found: list[Plan], tp: int, pp: int = 1, ep: int = 1) -> Plan:
@@ -27,13 +42,16 @@ def only(found: list[Plan], tp: int, pp: int = 1, ep: int = 1) -> Plan:
 
 
 def test_llama_70b_on_8_h100() -> None:
-    found = plans("llama-3.1-70b", "h100-sxm", 8)
+    searched = result("llama-3.1-70b", "h100-sxm", 8)
+    found = searched.plans
     one = only(found, 1)
     assert one.legal and not one.fits
     assert one.per_device is not None and one.per_device.kv_pool_bytes == 0
-    three = only(found, 3)
-    assert not three.legal
-    assert any("64 attention heads" in r for r in three.reasons)
+    assert one.why == "the weights leave no room for the KV cache"
+    # Illegal splits are not plans: each reason is said once, with the splits it rules out.
+    assert not [p for p in found if p.tp == 3]
+    assert any("64 attention heads" in r for r in refused(searched, "tp3 pp1"))
+    assert all(p.legal for p in found)
     for tp in (2, 4, 8):
         plan = only(found, tp)
         assert plan.legal and plan.fits, (tp, plan.reasons)
@@ -61,27 +79,32 @@ def test_mixtral_expert_parallel() -> None:
     assert uneven.legal
     assert uneven.experts_per_rank == [3, 3, 2]
     assert any("3/3/2" in w for w in uneven.warnings)
-    refused = only(plans("mixtral-8x7b", "h100-sxm", 8, ep=3, tp=1, even_experts=True), 1, 1,
-                   3)
-    assert not refused.legal
-    assert any("--even-experts" in r for r in refused.reasons)
+    strict = result("mixtral-8x7b", "h100-sxm", 8, ep=3, tp=1, even_experts=True)
+    assert not [p for p in strict.plans if p.ep == 3]
+    assert any("--even-experts" in r for r in refused(strict, "tp1 pp1 ep3"))
     # The fullest rank sets the memory: 3 of 8 experts, not 8 / 3.
     assert uneven.per_device and even.per_device
     assert uneven.per_device.weight_bytes > even.per_device.weight_bytes
 
 
 def test_reasons_for_dense_ep_deep_pp_and_cross_node_tp() -> None:
-    found = plans("llama-3.1-8b", "h100-sxm", 16, per_node=8)
-    dense_ep = [p for p in found if p.ep > 1]
-    assert dense_ep and all(not p.legal for p in dense_ep)
-    assert any("dense model" in r for p in dense_ep for r in p.reasons)
-    cross = only(found, 16)
-    assert any("spans nodes" in r for r in cross.reasons)
+    searched = result("llama-3.1-8b", "h100-sxm", 16, per_node=8)
+    assert not [p for p in searched.plans if p.ep > 1]  # a dense model offers no EP split
+    assert any("dense model" in r for r in refused(searched, "ep"))
+    assert any("spans nodes" in r for r in refused(searched, "tp16 pp1"))
     allowed = only(plans("llama-3.1-8b", "h100-sxm", 16, per_node=8,
                          allow_cross_node_tp=True), 16)
     assert allowed.legal and any("spans nodes" in w for w in allowed.warnings)
-    deep = only(plans("llama-3.1-8b", "h100-sxm", 40, pp=33, tp=1), 1, 33)
-    assert any("exceeds the 32 layers" in r for r in deep.reasons)
+    deep = result("llama-3.1-8b", "h100-sxm", 40, pp=33, tp=1)
+    assert any("exceeds the 32 layers" in r for r in refused(deep, "tp1 pp33"))
+    # A pinned dimension filters the candidates.
+    pinned = plans("llama-3.1-8b", "h100-sxm", 8, tp=2)
+    assert pinned and {p.tp for p in pinned} == {2}
+
+
+def test_pins_the_devices_cannot_hold_are_bad_input() -> None:
+    with pytest.raises(InputError, match="tp 8 needs 8 devices"):
+        result("llama-3.1-8b", "h100-sxm", 4, tp=8)
 
 
 def test_uneven_pipeline_follows_vllm() -> None:
@@ -142,11 +165,38 @@ def test_large_search_is_fast() -> None:
 
 def test_plans_are_sorted_fitting_first() -> None:
     found = plans("llama-3.1-70b", "h100-sxm", 8)
-    keys = [(0 if p.fits else 1 if p.legal else 2) for p in found]
+    keys = [0 if p.fits else 1 for p in found]
     assert keys == sorted(keys)
     fitting = [p for p in found if p.fits]
-    assert [p.devices_per_replica for p in fitting] == sorted(
-        p.devices_per_replica for p in fitting)
+    # The default: the highest estimated throughput of the deployment first.
+    speed = [p.timing.tokens_per_s_per_replica * p.dp for p in fitting if p.timing]
+    assert speed == sorted(speed, reverse=True)
+    assert (fitting[0].tp, fitting[0].pp) == (8, 1)
+    held = [p.total_concurrency or 0 for p in plans("llama-3.1-70b", "h100-sxm", 8,
+                                                    sort="concurrency") if p.fits]
+    assert held == sorted(held, reverse=True)
+    by_devices = [p for p in plans("llama-3.1-70b", "h100-sxm", 8, sort="devices") if p.fits]
+    assert [p.devices_per_replica for p in by_devices] == sorted(
+        p.devices_per_replica for p in by_devices)
+    # Near misses rank by the share of the workload they hold; no room at all comes last.
+    misses = [p for p in found if not p.fits]
+    assert misses[-1].per_device is not None and misses[-1].per_device.kv_pool_bytes == 0
+
+
+def test_smallest_fit_answers_how_many_devices() -> None:
+    searched = result("llama-3.1-70b", "h100-sxm", 8, concurrency=200, context=8000)
+    assert searched.smallest is not None
+    fitting = [p for p in searched.plans if p.devices_needed is not None]
+    assert searched.smallest.devices == min(p.devices_needed or 0 for p in fitting
+                                            if p.disaggregation is None)
+
+
+def test_a_context_past_the_models_positions_is_refused() -> None:
+    searched = result("qwen3-8b", "h100-sxm", 1, context=131072)
+    assert searched.fitting == 0 and searched.smallest is None
+    assert all(p.why and "refuses" in p.why for p in searched.plans)
+    allowed = result("qwen3-8b", "h100-sxm", 1, context=131072, allow_long_context=True)
+    assert allowed.fitting > 0
 
 
 def test_seed_dense_70b_case() -> None:
@@ -187,6 +237,19 @@ def test_encoder_models_offer_encoder_disaggregation() -> None:
     vlm = plan_placement(load_preset("qwen2-vl-7b"), request)
     assert any(p.disaggregation == "encoder" and p.legal for p in vlm.plans)
     dense = plan_placement(load_preset("llama-3.1-8b"), request)
-    refused = [p for p in dense.plans if p.disaggregation == "encoder"]
-    assert refused and not any(p.legal for p in refused)
-    assert any("no encoder" in r for p in refused for r in p.reasons)
+    assert not [p for p in dense.plans if p.disaggregation == "encoder"]
+    assert any("no encoder" in r for r in refused(dense, "enc"))
+
+
+def test_kv_and_placement_agree_on_sliding_windows() -> None:
+    """One window rule: gemma-2-9b at 8,000 tokens in blocks of 16, per sequence and in
+    total, from `inventory kv` and from placement (both 2,083,651,584 B)."""
+    spec = load_preset("gemma-2-9b")
+    kv = size_state(StateRequest(layers=state_layers(spec), tokens=8000, block_size=16,
+                                 sequences=3))
+    found = plans("gemma-2-9b", "h100-sxm", 1, tp=1, pp=1, context=8000, block_size=16,
+                  concurrency=3)
+    plan = only(found, 1)
+    assert plan.per_device is not None
+    assert plan.per_device.state_bytes_per_sequence == kv.bytes_per_sequence == 2_083_651_584
+    assert plan.per_device.workload_bytes == kv.total_bytes

@@ -17,67 +17,15 @@ Rules (vLLM 0.19's KV cache manager):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel
-
 from llm_inventory.engine import kinds
-from llm_inventory.engine.state import StateLayer, layer_dtype
-
-
-@dataclass(frozen=True, slots=True)
-class KvLayer:
-    """One layer's KV on one device: its kind, window and bytes per token (or fixed)."""
-
-    kind: str
-    window: int | None = None
-    bytes_per_token: int = 0
-    fixed_bytes: int = 0
-
-
-class KvCapacity(BaseModel):
-    blocks: int
-    tokens: int
-    max_concurrency: float
-    bytes_per_token: int  # per device, what one more token of one sequence costs (all layers)
-    groups: int
-    request_blocks: int  # blocks one request at max_model_len needs
-    page_bytes: int  # bytes of one block id
-    fixed_bytes_per_request: int
+from llm_inventory.engine.serving.base import KvCapacity, KvLayer, PoolLayout
 
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
-
-
-def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
-    """One layer of `run` on one TP rank (None for a layer that stores nothing)."""
-    kind = kinds.get(run.kind)
-    own_dtype = layer_dtype(run, dtype)
-    per_token = kind.bytes_per_token(run, own_dtype, tp)
-    fixed = kind.fixed_bytes(run, own_dtype, tp)
-    if not per_token and not fixed:
-        return None
-    return KvLayer(kind=run.kind, window=run.window, bytes_per_token=per_token,
-                   fixed_bytes=fixed)
-
-
-def device_layers_by_index(
-    layers: tuple[StateLayer, ...], tp: int, dtype: str, count: int
-) -> list[list[KvLayer]]:
-    """Per-layer KV of one TP rank, indexed by layer (a layer may keep two kinds).
-
-    Heads per rank are kv_heads ÷ tp, never below one; a split that does not divide the
-    heads is sized as if rounded down (it is illegal anyway, and reported so elsewhere).
-    """
-    out: list[list[KvLayer]] = [[] for _ in range(count)]
-    for run in layers:
-        layer = _device_layer(run, tp, dtype)
-        if layer is None:
-            continue
-        for index in range(run.first, min(run.first + run.count, count)):
-            out[index].append(layer)
-    return out
 
 
 def _request_blocks(kind: str, window: int | None, block: int, max_len: int,
@@ -86,7 +34,7 @@ def _request_blocks(kind: str, window: int | None, block: int, max_len: int,
 
 
 @dataclass(frozen=True, slots=True)
-class PoolLayout:
+class BlockPool(PoolLayout):
     """How one device's pool is paged for a given max_model_len (see module rules)."""
 
     page: int  # bytes of one block id (0: nothing is paged)
@@ -117,15 +65,15 @@ class PoolLayout:
 
 
 def pool_layout(
-    layers: list[KvLayer] | tuple[KvLayer, ...], *, block_size: int, max_model_len: int,
+    layers: Sequence[KvLayer], *, block_size: int, max_model_len: int,
     max_num_batched_tokens: int,
-) -> PoolLayout:
+) -> BlockPool:
     """Page size, groups and per-request blocks of a device's layers."""
     paged = [layer for layer in layers if layer.bytes_per_token]
     fixed = sum(layer.fixed_bytes for layer in layers)
     per_token = sum(layer.bytes_per_token for layer in paged)
     if not paged:
-        return PoolLayout(page=0, groups=0, need=0, per_token=0, fixed=fixed,
+        return BlockPool(page=0, groups=0, need=0, per_token=0, fixed=fixed,
                           block_size=block_size)
     kinds = Counter((layer.kind, layer.window) for layer in paged)
     if len(kinds) == 1:
@@ -143,12 +91,12 @@ def pool_layout(
             groups += n
             need += n * _request_blocks(kind, window, block_size, max_model_len,
                                         max_num_batched_tokens)
-    return PoolLayout(page=page, groups=groups, need=need, per_token=per_token, fixed=fixed,
+    return BlockPool(page=page, groups=groups, need=need, per_token=per_token, fixed=fixed,
                       block_size=block_size)
 
 
 def kv_capacity(
-    layers: list[KvLayer], pool_bytes: int, *, block_size: int, max_model_len: int,
+    layers: Sequence[KvLayer], pool_bytes: int, *, block_size: int, max_model_len: int,
     max_num_batched_tokens: int,
 ) -> KvCapacity:
     """Blocks, tokens and maximum concurrency of a device's KV pool (see module rules)."""
@@ -157,7 +105,7 @@ def kv_capacity(
 
 
 def longest_context(
-    layers: list[KvLayer], pool_bytes: int, *, block_size: int, max_num_batched_tokens: int,
+    layers: Sequence[KvLayer], pool_bytes: int, *, block_size: int, max_num_batched_tokens: int,
     upper: int,
 ) -> int:
     """The longest max_model_len one request fits into the pool (0 when none does)."""

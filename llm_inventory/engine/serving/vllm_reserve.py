@@ -1,6 +1,7 @@
-"""The runtime reserve: memory an engine holds beyond weights and the KV pool. An estimate.
+"""vLLM's runtime reserve: memory it holds beyond weights and the KV pool. An estimate.
 
-Modelled on vLLM's start-up accounting (0.19): the KV pool is what is left of
+Modelled on vLLM's start-up accounting (0.19; `Worker.determine_available_memory`,
+vllm/v1/worker/gpu_worker.py): the KV pool is what is left of
 `total × gpu_memory_utilization` after the weights, the non-torch memory, and the peak of a
 profiling forward pass over `max_num_batched_tokens` tokens followed by a sampler pass over
 `max_num_seqs` rows. The mechanisms and the fitted constants:
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_inventory.engine.serving.base import ReserveEstimate
+
 GIB = 2**30
 
 
@@ -40,16 +43,6 @@ class ReserveModel(BaseModel):
     residual_widths: float = 3.0  # hidden-size activations alive beside the sampler
     forward_width_factor: float = 1.3  # scales the widest layer's per-token activations
     forward_floor: int = int(0.5 * GIB)  # allocator and compile-time workspaces
-
-
-class ReserveEstimate(BaseModel):
-    """The reserve one worker holds, by part, in bytes. An estimate."""
-
-    non_torch_bytes: int
-    forward_peak_bytes: int
-    sampler_peak_bytes: int
-    activation_bytes: int
-    reserve_bytes: int
 
 
 def estimate_reserve(

@@ -1,0 +1,157 @@
+"""Every split of a model over N devices: legal or not and why, and whether it fits.
+
+Splits: tensor (TP), pipeline (PP), expert (EP, MoE only: experts spread over the TP × DP
+ranks of an engine instance, each expert whole), data (DP: instances), encoder
+disaggregation and prefill/decode disaggregation. The search runs in jobs, one module each:
+`candidates` (the shapes worth judging, bounded by construction), `legality` (why a shape is
+illegal, what to warn about), `fit` (memory per stage, as the serving engine accounts for
+it: see `engine/serving/`), `ranking` (what "best first" means) and `report` (plans, the
+per-TP summary, refused splits, the smallest fit). `facts` holds what every shape reuses.
+"""
+
+from __future__ import annotations
+
+from llm_inventory.engine.model_state import context_notes
+from llm_inventory.engine.params import count_parameters
+from llm_inventory.engine.placement.candidates import Shape, shapes
+from llm_inventory.engine.placement.facts import ModelFacts, model_facts
+from llm_inventory.engine.placement.fit import Sized, size, variant
+from llm_inventory.engine.placement.legality import Judge, model_refusals
+from llm_inventory.engine.placement.models import (
+    ORDERS,
+    DeviceFit,
+    PlacementRequest,
+    PlacementResult,
+    Plan,
+    RefusedSplit,
+    SmallestFit,
+    SortKey,
+    StageFit,
+    WidthSummary,
+)
+from llm_inventory.engine.placement.ranking import sort_plans
+from llm_inventory.engine.placement.report import Reporter, refused, smallest, widths
+from llm_inventory.errors import InputError
+from llm_inventory.spec.model import ModelSpec
+
+__all__ = ["ORDERS", "DeviceFit", "PlacementRequest", "PlacementResult", "Plan",
+           "RefusedSplit", "SmallestFit", "SortKey", "StageFit", "WidthSummary",
+           "plan_placement"]
+
+
+def _check_pins(request: PlacementRequest) -> None:
+    """Pinned dimensions that cannot exist on the devices given are bad input."""
+    tp, pp = request.tp or 1, request.pp or 1
+    group = max(tp, request.ep or 1)
+    if group * pp > request.count:
+        pins = " × ".join(f"{name} {value}" for name, value in
+                          (("tp", request.tp), ("ep", request.ep), ("pp", request.pp))
+                          if value)
+        raise InputError("count", f"{pins} needs {group * pp} devices; --count is "
+                         f"{request.count}")
+
+
+def _judge_all(facts: ModelFacts) -> list[Sized]:
+    """Every candidate shape, judged; legal ones (and the per-TP rows) sized."""
+    judge = Judge(facts)
+    judged = []
+    for shape in shapes(facts):
+        verdict = judge(shape)
+        plain = shape.pp == 1 and shape.ep == 1
+        if verdict.legal or plain:
+            judged.append(size(facts, shape, verdict.reasons, verdict.warnings))
+        else:
+            judged.append(_unsized(shape, verdict.reasons, verdict.warnings))
+    return judged
+
+
+def _unsized(shape: Shape, reasons: list[str], warnings: list[str]) -> Sized:
+    return Sized(shape=shape, dp=0, reasons=reasons, warnings=warnings, weights=[],
+                 reserves=[], layouts=[], measures=[], pools=[], ranges=[], binding=0,
+                 concurrency=None, fits=False, experts_per_rank=None)
+
+
+def _variants(facts: ModelFacts, legal: list[Sized]) -> list[Sized]:
+    """Encoder and prefill/decode disaggregation of the legal shapes, where the devices
+    allow at least one replica."""
+    count = facts.request.count
+    found = []
+    for sized in legal:
+        if facts.has_encoder and sized.shape.devices <= count - 1:
+            found.append(variant(facts, sized, "encoder"))
+        if facts.state and 2 * sized.shape.devices <= count:
+            found.append(variant(facts, sized, "prefill/decode"))
+    return found
+
+
+def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResult:
+    """Enumerate, judge and size every split; plans in the order `request.sort` defines
+    (see `ranking.py`); illegal splits listed once each in `refused`.
+
+    Raises InputError for pins the devices cannot hold and for settings the engine refuses.
+    """
+    _check_pins(request)
+    facts = model_facts(spec, request)
+    judged = _judge_all(facts)
+    legal = [s for s in judged if s.legal]
+    disaggregated = _variants(facts, legal)
+    legal += disaggregated
+    reporter = Reporter(facts)
+    plans = [reporter.plan(s) for s in legal]
+    notes = context_notes(spec, facts.context)
+    limit = facts.engine.context_limit(spec)
+    refusal = None
+    if limit is not None and facts.context > limit and not request.allow_long_context:
+        refusal = (f"{facts.engine.label} refuses a context of {facts.context:,} tokens: "
+                   f"the model has {limit:,} positions")
+        for plan in plans:
+            plan.fits, plan.why, plan.devices_needed = False, refusal, None
+    ordered = sort_plans(plans, request.sort, request.concurrency)
+    shown = ordered[:request.limit] if request.limit else ordered
+    settings = facts.settings
+    return PlacementResult(
+        model=spec.name,
+        device=request.device.id,
+        device_memory_bytes=request.device.memory_bytes,
+        count=request.count,
+        per_node=facts.per_node,
+        engine=facts.engine.name,
+        engine_version=facts.engine.version,
+        context=facts.context,
+        context_limit=limit,
+        concurrency=request.concurrency,
+        gpu_memory_utilization=settings.memory_fraction,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
+        max_num_seqs=settings.max_num_seqs,
+        block_size=settings.block_size,
+        weight_dtype=facts.weight_dtype,
+        weights=facts.scheme,
+        kv_dtype=facts.kv_dtype,
+        estimate=(
+            "weights and KV bytes are exact; the reserve (activation peak of a profiling "
+            f"pass over {settings.max_num_batched_tokens:,} tokens and "
+            f"{min(settings.max_num_seqs, settings.max_num_batched_tokens):,} sampled rows, "
+            f"plus non-torch memory) is an estimate calibrated on {facts.engine.label} "
+            "start-ups"
+        ),
+        sort=request.sort,
+        order=ORDERS[request.sort],
+        candidates=len(judged) + len(disaggregated),
+        legal=len(legal),
+        fitting=sum(1 for p in plans if p.fits),
+        shown=len(shown),
+        model_weight_bytes=_replica_weights(spec, request, facts),
+        usable_bytes=facts.usable,
+        notes=notes,
+        smallest=None if refusal else smallest(plans),
+        widths=widths(facts, [s for s in judged if s.weights]),
+        refused=refused(model_refusals(facts), [s for s in judged if not s.legal]),
+        plans=shown,
+    )
+
+
+def _replica_weights(spec: ModelSpec, request: PlacementRequest, facts: ModelFacts) -> int:
+    """One whole replica's weights: the checkpoint's own bytes when its headers were read."""
+    if spec.checkpoint is None or request.dtype is not None:
+        return count_parameters(spec, request.dtype).weight_bytes
+    return sum(facts.stage_weights(1, 1, 1)) - facts.layout.buffers

@@ -1,0 +1,275 @@
+"""The facts one placement search reuses for every split: the model's weights by layer and
+sharding rule, its state layout, its experts, and the engine's settings.
+
+Everything a split's memory depends on is computed here once, then per (tp, ep), per
+(tp, layer range) or per reserve shape in explicit memo tables: the search's cost grows with
+the candidates, not with candidates × layers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from llm_inventory.engine import kinds
+from llm_inventory.engine.device_weights import WeightLayout, weight_layout
+from llm_inventory.engine.model_state import state_layers
+from llm_inventory.engine.placement.models import PlacementRequest
+from llm_inventory.engine.serving import ServingEngine
+from llm_inventory.engine.serving import get as get_engine
+from llm_inventory.engine.serving.base import (
+    EngineSettings,
+    KvLayer,
+    PoolLayout,
+    ReserveEstimate,
+    StageShape,
+    device_layers_by_index,
+)
+from llm_inventory.engine.state import StateLayer, layer_dtype
+from llm_inventory.engine.weight_scheme import WeightScheme, describe_weights, resolve_weights
+from llm_inventory.errors import InputError
+from llm_inventory.spec.model import ModelSpec, MoE, Quantization, Stack
+from llm_inventory.units import DTYPE_BITS, normalize_dtype
+
+DEFAULT_CONTEXT = 8000  # the seed's worked example
+
+
+@dataclass
+class ModelFacts:
+    """A model, an engine and a request, reduced to what every split's fit reads."""
+
+    spec: ModelSpec
+    request: PlacementRequest
+    engine: ServingEngine
+    settings: EngineSettings
+    per_node: int
+    weight_dtype: str
+    quant: Quantization | None
+    scheme: WeightScheme
+    layout: WeightLayout
+    kv_dtype: str
+    act_bits: int
+    state: tuple[StateLayer, ...]
+    stack: Stack | None
+    layers: int
+    moe: MoE | None
+    experts: int
+    has_encoder: bool
+    dense_mlp: bool
+    _prefix: dict[tuple[int, int], tuple[float, ...]] = field(default_factory=dict)
+    _reserve: dict[tuple[int, bool, int, bool], ReserveEstimate] = field(default_factory=dict)
+    _kv: dict[int, tuple[tuple[KvLayer, ...], ...]] = field(default_factory=dict)
+    _pools: dict[tuple[int, int, int], PoolLayout] = field(default_factory=dict)
+    _ranges: dict[int, list[range]] = field(default_factory=dict)
+    _counts: dict[int, list[int]] = field(default_factory=dict)
+
+    @property
+    def context(self) -> int:
+        """The max_model_len every figure is quoted at (the request's, or its default)."""
+        return self.settings.max_model_len
+
+    @property
+    def usable(self) -> int:
+        """Bytes of a device the engine budgets (its memory fraction of the total)."""
+        return int(self.request.device.memory_bytes * self.settings.memory_fraction)
+
+    # --- layers and experts ---------------------------------------------------------------
+
+    def ranges(self, pp: int) -> list[range]:
+        """Layer index ranges of each stage, as the engine partitions them; past the layer
+        count (illegal, still sized) one layer per stage and empty stages after."""
+        if pp not in self._ranges:
+            if pp > self.layers:
+                self._ranges[pp] = [range(min(i, self.layers), min(i + 1, self.layers))
+                                    for i in range(pp)]
+            else:
+                found, start = [], 0
+                for size in self.engine.pp_partition(self.layers, pp):
+                    found.append(range(start, start + size))
+                    start += size
+                self._ranges[pp] = found
+        return self._ranges[pp]
+
+    def expert_counts(self, ep: int) -> list[int]:
+        if ep not in self._counts:
+            self._counts[ep] = self.engine.expert_counts(self.experts, ep)
+        return self._counts[ep]
+
+    def expert_share(self, tp: int, ep: int) -> float:
+        """The share of every routed expert's bytes one rank holds."""
+        if ep > 1 and self.experts:
+            return max(self.expert_counts(ep)) / self.experts
+        return 1 / tp
+
+    # --- weights --------------------------------------------------------------------------
+
+    def _vocab_share(self, tp: int) -> float:
+        vocab = self.layout.vocab
+        if not vocab:
+            return 1 / tp
+        pad = self.engine.vocab_padding
+        padded = -(-vocab // pad) * pad
+        return -(-padded // tp) / vocab
+
+    def _device_prefix(self, tp: int, ep: int) -> tuple[float, ...]:
+        """Cumulative bytes one rank holds for layers 0 … i − 1, under (tp, ep)."""
+        key = (tp, ep)
+        if key in self._prefix:
+            return self._prefix[key]
+        layout, s = self.layout, self.stack
+        kv_share = 1.0
+        if s is not None and s.n_kv_heads and s.mla is None:
+            kv_share = max(1, s.n_kv_heads // tp) / s.n_kv_heads
+        expert_share = self.expert_share(tp, ep)
+        sums = [0.0]
+        padded = layout.padded_experts
+        for i in range(layout.layers):
+            experts = (padded.rank_bytes(tp, ep, i, i + 1) if padded is not None
+                       else layout.expert[i] * expert_share)
+            sums.append(sums[-1] + layout.split[i] / tp + layout.kv[i] * kv_share
+                        + layout.rep[i] + experts)
+        self._prefix[key] = tuple(sums)
+        return self._prefix[key]
+
+    def stage_weights(self, tp: int, pp: int, ep: int) -> list[int]:
+        """Weight bytes one rank of each pipeline stage holds (the engine's extras included)."""
+        layout = self.layout
+        ranges = self.ranges(pp)
+        if layout.coarse_total is not None:
+            dense = layout.coarse_total - layout.coarse_experts
+            experts = layout.coarse_experts
+            expert_part = (experts * max(self.expert_counts(ep)) / self.experts / pp
+                           if ep > 1 and self.experts else experts / tp / pp)
+            return [int(dense / tp / pp + expert_part)] * pp
+        prefix = self._device_prefix(tp, ep)
+        vocab_share = self._vocab_share(tp)
+        first = layout.first_vocab * vocab_share + layout.first_split / tp + layout.first_rep
+        last = layout.last_vocab * vocab_share + layout.last_rep
+        if pp > 1 and layout.tied_vocab:
+            last += layout.tied_vocab * vocab_share
+        weights = []
+        for index, stage in enumerate(ranges):
+            total = prefix[stage.stop] - prefix[stage.start] + layout.buffers
+            if index == 0:
+                total += first
+            if index == pp - 1:
+                total += last
+            weights.append(math.ceil(total))
+        return weights
+
+    def expert_bytes(self, tp: int, ep: int) -> float:
+        """Routed-expert bytes one rank holds over every layer."""
+        layout = self.layout
+        if layout.padded_experts is not None:
+            return layout.padded_experts.rank_bytes(tp, ep, 0, self.layers)
+        share = self.expert_share(tp, ep)
+        if layout.coarse_total is not None:
+            return layout.coarse_experts * share
+        return sum(layout.expert) * share
+
+    # --- reserve --------------------------------------------------------------------------
+
+    def reserve(self, tp: int, pp: int, ep: int, stage: int) -> ReserveEstimate:
+        key = (tp, pp > 1, ep, stage == pp - 1)
+        if key not in self._reserve:
+            s = self.stack
+            self._reserve[key] = self.engine.reserve(StageShape(
+                tp=tp, pp=2 if pp > 1 else 1, ep=ep, stage=stage, first_stage=stage == 0,
+                last_stage=stage == pp - 1, has_layers=s is not None, vocab=self.layout.vocab,
+                hidden=s.hidden_size if s is not None and s.hidden_size else 0,
+                widest_per_token=_widest(s, tp, ep) if s is not None else 0,
+                moe_workspace_per_token=self._moe_workspace(tp, ep),
+                activation_bits=self.act_bits,
+            ), self.settings)
+        return self._reserve[key]
+
+    def _moe_workspace(self, tp: int, ep: int) -> int:
+        """Elements per token of the fused-MoE workspace (kernels that keep one)."""
+        moe, s = self.moe, self.stack
+        if moe is None or s is None or self.layout.padded_experts is not None:
+            return 0
+        inter = moe.expert_intermediate_size // (1 if ep > 1 else tp)
+        up = 2 * inter if moe.gated else inter
+        return moe.top_k * (max(up, s.hidden_size or 0) + inter)
+
+    # --- state ----------------------------------------------------------------------------
+
+    def kv_layers(self, tp: int, start: int, stop: int) -> tuple[KvLayer, ...]:
+        """State of one TP rank for layers start … stop − 1."""
+        if tp not in self._kv:
+            per = device_layers_by_index(self.state, tp, self.kv_dtype, self.layers)
+            self._kv[tp] = tuple(tuple(layers) for layers in per)
+        return tuple(layer for layers in self._kv[tp][start:stop] for layer in layers)
+
+    def pool_layout(self, tp: int, start: int, stop: int) -> PoolLayout:
+        key = (tp, start, stop)
+        if key not in self._pools:
+            self._pools[key] = self.engine.pool_layout(self.kv_layers(tp, start, stop),
+                                                       self.settings)
+        return self._pools[key]
+
+    def sequence_bytes(self, tp: int, start: int, stop: int, context: int) -> int:
+        """One request's state on one rank of layers start … stop − 1 at `context` tokens,
+        held as each kind holds it (windows capped, paged into blocks)."""
+        total = 0
+        block = self.settings.block_size
+        for run in self.state:
+            overlap = len(range(max(run.first, start), min(run.first + run.count, stop)))
+            if overlap:
+                kind = kinds.get(run.kind)
+                total += overlap * kind.sequence_bytes(
+                    run, context, layer_dtype(run, self.kv_dtype), block, tp)
+        return total
+
+
+def _widest(s: Stack, tp: int, ep: int) -> int:
+    """Activation elements per token of the widest layer on one rank (forward peak)."""
+    hidden = s.hidden_size or 0
+    mlp = 0
+    if s.intermediate_size and s.mlp != "none":
+        mlp = (3 if s.mlp == "gated" else 2) * s.intermediate_size // tp
+    if s.moe is not None:
+        width = s.moe.expert_intermediate_size // (1 if ep > 1 else tp)
+        mlp = max(mlp, s.moe.top_k * (3 * width + hidden))
+    mixers = max((k.activation_width(s, tp) for k in kinds.present(s)), default=0)
+    return 2 * hidden + max(mixers, mlp)
+
+
+def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
+    """Resolve the engine, its settings and the model's weights and state for a search."""
+    engine = get_engine(request.engine)
+    device = request.device
+    weight_dtype, quant = resolve_weights(spec, request.dtype)
+    kv_dtype = normalize_dtype(request.kv_dtype or spec.dtype, "kv_dtype")
+    if DTYPE_BITS[kv_dtype] < 8:
+        raise InputError("kv_dtype", f"{kv_dtype} is not a KV cache dtype engines offer; use "
+                         "bf16, fp16, fp8 or fp32")
+    context = request.context
+    if context is None:
+        limit = engine.context_limit(spec)
+        context = min(DEFAULT_CONTEXT, limit) if limit else DEFAULT_CONTEXT
+    request = request.model_copy(update={"context": context})
+    settings = engine.settings(
+        device, context=context, kv_dtype=kv_dtype,
+        max_num_batched_tokens=request.max_num_batched_tokens,
+        max_num_seqs=request.max_num_seqs, block_size=request.block_size,
+        memory_fraction=request.gpu_memory_utilization)
+    base = normalize_dtype(spec.dtype)
+    stack = spec.decoder
+    layers = stack.layers if stack is not None else 1
+    moe = stack.moe if stack is not None else None
+    coarse = spec.coarse
+    experts = (moe.experts if moe else coarse.experts if coarse and coarse.experts else 0)
+    return ModelFacts(
+        spec=spec, request=request, engine=engine, settings=settings,
+        per_node=request.per_node or device.devices_per_node or request.count,
+        weight_dtype=weight_dtype, quant=quant, scheme=describe_weights(spec, request.dtype),
+        # A checkpoint's own tensors, as stored, unless the weights are re-typed at load.
+        layout=weight_layout(spec, weight_dtype, quant, engine, request.dtype is None),
+        kv_dtype=kv_dtype,
+        act_bits=DTYPE_BITS[base] if DTYPE_BITS[base] >= 16 else 16,
+        state=state_layers(spec), stack=stack, layers=layers, moe=moe, experts=experts,
+        has_encoder=spec.encoder is not None and spec.family.decodes,
+        dense_mlp=stack is not None and stack.mlp != "none" and (
+            moe is None or any(not moe.is_moe_layer(i) for i in range(layers))),
+    )

@@ -1,0 +1,131 @@
+"""Whether a shape fits: every stage's weights, reserve and KV pool, as the engine sizes them.
+
+Per stage: weights on one rank (the engine's padding and buffers included), the engine's
+reserve, the pool the engine makes of the rest, and the pool's blocks, tokens and maximum
+concurrency at the context. The engine says which stage binds (vLLM: the fewest blocks).
+A legal shape fits when every pool is positive and, for models that keep state, one request
+at the context fits and every engine together holds the workload's concurrency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_inventory.engine.placement.candidates import Shape
+from llm_inventory.engine.placement.facts import ModelFacts
+from llm_inventory.engine.serving.base import PoolLayout, ReserveEstimate
+
+
+@dataclass
+class Sized:
+    """A judged shape with its memory per stage and its verdict."""
+
+    shape: Shape
+    dp: int
+    reasons: list[str]
+    warnings: list[str]
+    weights: list[int]
+    reserves: list[ReserveEstimate]
+    layouts: list[PoolLayout]
+    measures: list[tuple[int, int, float]]
+    pools: list[int]
+    ranges: list[range]
+    binding: int
+    concurrency: float | None
+    fits: bool
+    experts_per_rank: list[int] | None
+
+    @property
+    def legal(self) -> bool:
+        return not self.reasons
+
+    @property
+    def engines(self) -> int:
+        """Engine instances: replicas, times the attention-DP ranks of an EP group."""
+        s = self.shape
+        return max(1, self.dp) * (s.ep // s.tp if s.ep > 1 and s.ep % s.tp == 0 else 1)
+
+    @property
+    def total_concurrency(self) -> float | None:
+        return None if self.concurrency is None else self.concurrency * self.engines
+
+    @property
+    def tokens(self) -> int:
+        """KV tokens of the binding worker's pool."""
+        return self.measures[self.binding][1] if self.measures else 0
+
+
+def replicas(facts: ModelFacts, shape: Shape) -> int:
+    """Whole replicas of `shape` the devices allow (an encoder variant keeps one device for
+    the encoder; prefill/decode halves the devices between the pools)."""
+    count = facts.request.count
+    if shape.disaggregation == "encoder":
+        return (count - 1) // shape.devices
+    if shape.disaggregation == "prefill/decode":
+        return count // (2 * shape.devices)
+    return count // shape.devices
+
+
+def size(facts: ModelFacts, shape: Shape, reasons: list[str], warnings: list[str]) -> Sized:
+    """Memory of every stage of `shape`, the binding stage, and whether the workload fits."""
+    tp, pp, ep = shape.tp, shape.pp, shape.ep
+    weights = facts.stage_weights(tp, pp, ep)
+    ranges = facts.ranges(pp)
+    reserves, layouts, measures, pools = [], [], [], []
+    for index, stage in enumerate(ranges):
+        reserve = facts.reserve(tp, pp, ep, index)
+        pool = facts.engine.pool_bytes(facts.request.device, facts.settings, weights[index],
+                                       reserve)
+        layout = facts.pool_layout(tp, stage.start, stage.stop)
+        reserves.append(reserve)
+        pools.append(pool)
+        layouts.append(layout)
+        measures.append(layout.measure(pool))
+    binding = facts.engine.binding_stage(measures, layouts, pools)
+    stateful = [m[2] for m, lay in zip(measures, layouts, strict=True) if lay.keeps_state]
+    concurrency = min(stateful) if facts.state and stateful else None
+    sized = Sized(shape=shape, dp=replicas(facts, shape), reasons=reasons, warnings=warnings,
+                  weights=weights, reserves=reserves, layouts=layouts, measures=measures,
+                  pools=pools, ranges=ranges, binding=binding, concurrency=concurrency,
+                  fits=False,
+                  experts_per_rank=facts.expert_counts(ep) if facts.experts and ep > 1
+                  else None)
+    sized.fits = fits(facts, sized)
+    return sized
+
+
+def fits(facts: ModelFacts, sized: Sized) -> bool:
+    if sized.reasons or sized.dp < 1 or not all(p > 0 for p in sized.pools):
+        return False
+    if not facts.state or sized.concurrency is None:
+        return True
+    total = sized.total_concurrency or 0.0
+    return sized.concurrency >= 1 and total >= facts.request.concurrency
+
+
+def variant(facts: ModelFacts, base: Sized, kind: str) -> Sized:
+    """A disaggregated variant of a sized shape: the same devices per replica, its own
+    replica count (sized like the base: each pool holds the same weights)."""
+    shape = Shape(tp=base.shape.tp, pp=base.shape.pp, ep=base.shape.ep, disaggregation=kind)
+    copy = Sized(shape=shape, dp=replicas(facts, shape), reasons=list(base.reasons),
+                 warnings=list(base.warnings), weights=base.weights, reserves=base.reserves,
+                 layouts=base.layouts, measures=base.measures, pools=base.pools,
+                 ranges=base.ranges, binding=base.binding, concurrency=base.concurrency,
+                 fits=False, experts_per_rank=base.experts_per_rank)
+    copy.fits = fits(facts, copy)
+    return copy
+
+
+def why_not(facts: ModelFacts, sized: Sized) -> str | None:
+    """Why a legal shape does not fit, in one phrase (None when it fits)."""
+    if sized.fits or sized.reasons:
+        return None
+    if sized.dp < 1:
+        return f"a replica needs more than the {facts.request.count} devices given"
+    if any(p <= 0 for p in sized.pools):
+        return "the weights leave no room for the KV cache"
+    if sized.concurrency is not None and sized.concurrency < 1:
+        return "one request at the context does not fit"
+    total = sized.total_concurrency or 0.0
+    return (f"holds {total:,.1f} requests at the context; the workload needs "
+            f"{facts.request.concurrency:,}")

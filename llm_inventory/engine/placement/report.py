@@ -1,0 +1,241 @@
+"""Plans out of sized shapes: per-device figures, the longest context that fits, timings,
+the engine's start-up lines, the per-TP summary, the refused splits and the smallest fit."""
+
+from __future__ import annotations
+
+import math
+
+from llm_inventory.engine.placement.facts import ModelFacts
+from llm_inventory.engine.placement.fit import Sized, why_not
+from llm_inventory.engine.placement.models import (
+    DeviceFit,
+    Plan,
+    RefusedSplit,
+    SmallestFit,
+    StageFit,
+    WidthSummary,
+)
+from llm_inventory.engine.roofline import Timing, roofline
+from llm_inventory.engine.routing import expected_distinct_experts
+from llm_inventory.engine.serving.paged import longest_context
+from llm_inventory.engine.state import StateRequest, size_state
+from llm_inventory.units import DTYPE_BITS
+
+
+class Reporter:
+    """Turns sized shapes into plans, reusing what every plan of a search shares."""
+
+    def __init__(self, facts: ModelFacts) -> None:
+        self.facts = facts
+        self._work: dict[tuple[str, int], tuple[int, int]] = {}
+        self._handover: int | None = None
+
+    def plan(self, sized: Sized) -> Plan:
+        facts, request = self.facts, self.facts.request
+        shape, b = sized.shape, sized.binding
+        cap = sized.layouts[b].capacity(sized.pools[b])
+        reserve = sized.reserves[b]
+        stage = sized.ranges[b]
+        per_seq = facts.sequence_bytes(shape.tp, stage.start, stage.stop, facts.context)
+        fits_context = longest = None
+        if facts.state:
+            fits_context = (sized.concurrency or 0) >= 1
+            if not fits_context:
+                longest = self.longest_context(sized)
+        devices_used = shape.devices * sized.dp
+        if shape.disaggregation == "encoder":
+            devices_used += 1
+        if shape.disaggregation == "prefill/decode":
+            devices_used *= 2
+        warnings = list(sized.warnings)
+        idle = max(0, request.count - devices_used)
+        if idle and sized.legal:
+            warnings.append(f"{idle} of {request.count} devices idle")
+        timing = self.timing(sized) if sized.legal and all(p > 0 for p in sized.pools) \
+            else None
+        handover = self.handover() if shape.disaggregation == "prefill/decode" else None
+        concurrency = sized.concurrency
+        return Plan(
+            tp=shape.tp, pp=shape.pp, ep=shape.ep, dp=sized.dp,
+            devices_per_replica=shape.devices, devices_used=min(devices_used, request.count),
+            idle_devices=idle, disaggregation=shape.disaggregation, legal=sized.legal,
+            reasons=sized.reasons, warnings=warnings, fits=sized.fits,
+            why=why_not(facts, sized), fits_context=fits_context, longest_context=longest,
+            max_concurrency=round(concurrency, 4) if concurrency is not None else None,
+            engines=sized.engines,
+            total_concurrency=round(concurrency * sized.engines, 4)
+            if concurrency is not None else None,
+            devices_needed=self.devices_needed(sized),
+            per_device=DeviceFit(
+                memory_bytes=request.device.memory_bytes,
+                usable_bytes=facts.usable,
+                weight_bytes=sized.weights[b],
+                reserve_bytes=reserve.reserve_bytes,
+                reserve=reserve,
+                kv_pool_bytes=max(0, sized.pools[b]),
+                kv_capacity_tokens=cap.tokens,
+                kv_blocks=cap.blocks,
+                kv_bytes_per_token=cap.bytes_per_token,
+                state_bytes_per_sequence=per_seq,
+                workload_bytes=per_seq * request.concurrency,
+            ),
+            stages=[StageFit(stage=i, layers=len(sized.ranges[i]),
+                             weight_bytes=sized.weights[i],
+                             reserve_bytes=sized.reserves[i].reserve_bytes,
+                             kv_pool_bytes=max(0, sized.pools[i]),
+                             kv_blocks=sized.measures[i][0],
+                             kv_capacity_tokens=sized.measures[i][1])
+                    for i in range(len(sized.weights))],
+            experts_per_rank=sized.experts_per_rank,
+            kv_handover_bytes=handover,
+            timing=timing,
+            startup=facts.engine.startup_lines(cap, sized.pools[b], facts.settings)
+            if facts.state else [],
+        )
+
+    def longest_context(self, sized: Sized) -> int:
+        """The longest max_model_len one request fits, over every stage (0: none)."""
+        facts = self.facts
+        return min(
+            longest_context(facts.kv_layers(sized.shape.tp, r.start, r.stop), pool,
+                            block_size=facts.settings.block_size,
+                            max_num_batched_tokens=facts.settings.max_num_batched_tokens,
+                            upper=facts.context)
+            for r, pool in zip(sized.ranges, sized.pools, strict=True))
+
+    def devices_needed(self, sized: Sized) -> int | None:
+        """Devices this shape needs to serve the workload: whole replicas, each holding its
+        engines' concurrency (None when one request at the context does not fit)."""
+        if not sized.legal or not all(p > 0 for p in sized.pools):
+            return None
+        shape = sized.shape
+        per_replica = 1 if sized.dp < 1 else sized.engines // max(1, sized.dp)
+        if sized.concurrency is None:
+            count = 1
+        elif sized.concurrency < 1:
+            return None
+        else:
+            count = math.ceil(self.facts.request.concurrency
+                              / (sized.concurrency * per_replica) - 1e-9)
+        devices = count * shape.devices
+        if shape.disaggregation == "encoder":
+            devices += 1
+        if shape.disaggregation == "prefill/decode":
+            devices *= 2
+        return devices
+
+    def handover(self) -> int:
+        """KV one request hands from the prefill pool to the decode pool, at the context."""
+        if self._handover is None:
+            facts = self.facts
+            self._handover = size_state(StateRequest(
+                layers=facts.state, tokens=facts.context,
+                dtype=facts.kv_dtype)).bytes_per_sequence
+        return self._handover
+
+    def _phase(self, phase: str, rows: int) -> tuple[int, int]:
+        """(FLOPs, weight bytes read) of one phase over `rows` rows, memoised."""
+        key = (phase, rows)
+        if key not in self._work:
+            from llm_inventory.engine.params import count_parameters
+            from llm_inventory.engine.shapes import phase_work
+            from llm_inventory.engine.tensors import model_tensors
+
+            facts, spec = self.facts, self.facts.spec
+            groups = model_tensors(spec) if spec.coarse is None else []
+            coarse = count_parameters(spec, facts.request.dtype) if spec.coarse else None
+            if phase == "prefill":
+                work = phase_work(spec, groups, phase="prefill", tokens=rows, sequences=1,
+                                  context=rows, state_bytes=0, dtype=facts.weight_dtype,
+                                  quant=facts.quant, coarse=coarse)
+            else:
+                work = phase_work(spec, groups, phase="decode", tokens=1, sequences=rows,
+                                  context=facts.context, state_bytes=0,
+                                  dtype=facts.weight_dtype, quant=facts.quant, coarse=coarse)
+            self._work[key] = (work.flops, work.weight_bytes_read)
+        return self._work[key]
+
+    def timing(self, sized: Sized) -> Timing | None:
+        """Roofline prefill/decode for one replica of a sized, legal plan (see roofline.py).
+
+        Decode batch: --batch, else as many requests as one engine holds at --context (at
+        most max_num_seqs); weights read per step count routed experts only as the batch
+        touches them.
+        """
+        facts, request, s = self.facts, self.facts.request, self.facts.stack
+        if s is None or not s.shaped:
+            return None
+        shape = sized.shape
+        concurrency = int(sized.concurrency or 0)
+        batch = request.batch or max(1, min(concurrency, facts.settings.max_num_seqs))
+        prompt = request.prompt_tokens or min(1000, facts.context)
+        prefill_flops, _ = self._phase("prefill", prompt)
+        decode_flops, _ = self._phase("decode", batch)
+        weights = sum(sized.weights)
+        experts = facts.expert_bytes(shape.tp, shape.ep)
+        touched = 1.0
+        if facts.moe is not None:
+            touched = expected_distinct_experts(facts.moe.experts, facts.moe.top_k,
+                                                batch) / facts.moe.experts
+        state = sum(facts.sequence_bytes(shape.tp, r.start, r.stop, facts.context)
+                    for r in sized.ranges)
+        hidden = s.hidden_size or 0
+        act = facts.act_bits // 8
+        bits = facts.quant.bits if facts.quant is not None else DTYPE_BITS[facts.weight_dtype]
+        return roofline(
+            request.device, tp=shape.tp, devices_per_replica=shape.devices,
+            weight_bits=int(bits), batch=batch, prompt_tokens=prompt,
+            prefill_flops=prefill_flops, prefill_bytes_per_device=weights,
+            prefill_allreduce=2 * facts.layers * prompt * hidden * act,
+            decode_flops=decode_flops,
+            decode_bytes_per_device=int(weights - experts * (1 - touched)) + batch * state,
+            decode_allreduce=2 * facts.layers * batch * hidden * act,
+            efficiency=request.efficiency,
+        )
+
+
+def widths(facts: ModelFacts, judged: list[Sized]) -> list[WidthSummary]:
+    """Each TP width at pp 1 (no EP, no disaggregation), in order."""
+    rows = []
+    for sized in judged:
+        shape = sized.shape
+        if shape.pp != 1 or shape.ep != 1 or shape.disaggregation is not None:
+            continue
+        state = facts.sequence_bytes(shape.tp, 0, facts.layers, facts.context)
+        why = sized.reasons[0] if sized.reasons else why_not(facts, sized)
+        rows.append(WidthSummary(
+            tp=shape.tp, legal=sized.legal, fits=sized.fits, weight_bytes=sized.weights[0],
+            state_bytes_per_sequence=state,
+            max_concurrency=round(sized.concurrency, 2)
+            if sized.concurrency is not None else None,
+            why=why))
+    return sorted(rows, key=lambda r: r.tp)
+
+
+def refused(model_level: list[tuple[str, str]], judged: list[Sized]) -> list[RefusedSplit]:
+    """Each reason once, with the splits it rules out (reasons that rule out the same splits
+    are said together): the model's own refusals first."""
+    by_reason: dict[str, list[str]] = {reason: [split] for split, reason in model_level}
+    for sized in judged:
+        for reason in sized.reasons:
+            by_reason.setdefault(reason, []).append(sized.shape.label())
+    by_splits: dict[tuple[str, ...], list[str]] = {}
+    for reason, splits in by_reason.items():
+        by_splits.setdefault(tuple(splits), []).append(reason)
+    return [RefusedSplit(reason="; ".join(reasons), splits=list(splits))
+            for splits, reasons in by_splits.items()]
+
+
+def smallest(plans: list[Plan]) -> SmallestFit | None:
+    """The fewest devices any plain (not disaggregated) shape serves the workload with."""
+    best: Plan | None = None
+    for plan in plans:
+        if plan.disaggregation is not None or plan.devices_needed is None:
+            continue
+        if best is None or best.devices_needed is None or (
+                plan.devices_needed, plan.tp, plan.pp) < (best.devices_needed, best.tp, best.pp):
+            best = plan
+    if best is None or best.devices_needed is None:
+        return None
+    return SmallestFit(devices=best.devices_needed, tp=best.tp, pp=best.pp, ep=best.ep,
+                       replicas=best.devices_needed // best.devices_per_replica)

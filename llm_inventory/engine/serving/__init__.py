@@ -1,0 +1,91 @@
+"""The serving-engine registry: one module per engine and accounting era.
+
+Adding an engine is one module defining `ENGINE` (a `ServingEngine`), one line in `ERAS`,
+and its test in `tests/engine/serving/`; placement asks the engine and nothing else learns
+its name. `--engine NAME@VERSION` picks the era whose range holds VERSION.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from llm_inventory.engine.serving.base import (
+    EngineSettings,
+    KvCapacity,
+    KvLayer,
+    PoolLayout,
+    ReserveEstimate,
+    ServingEngine,
+    StageShape,
+)
+from llm_inventory.errors import InputError
+
+# (engine name, lowest version, module), newest era of each engine first; the first era of
+# an engine is its default. Versions compare as dotted integers.
+ERAS: tuple[tuple[str, str, str], ...] = (
+    ("vllm", "0.11", "vllm"),
+)
+
+_loaded: dict[str, ServingEngine] = {}
+_extra: dict[str, ServingEngine] = {}
+
+
+def _module(module: str) -> ServingEngine:
+    if module not in _loaded:
+        engine = importlib.import_module(f"{__name__}.{module}").ENGINE
+        if not isinstance(engine, ServingEngine):
+            raise TypeError(f"{module}.ENGINE is not a ServingEngine")
+        _loaded[module] = engine
+    return _loaded[module]
+
+
+def _version(text: str, field: str) -> tuple[int, ...]:
+    parts = text.strip().lstrip("v").split(".")
+    if not text.strip() or not all(p.isdigit() for p in parts):
+        raise InputError(field, f"version {text!r} is not a dotted number such as 0.19")
+    return tuple(int(p) for p in parts)
+
+
+def names() -> list[str]:
+    """Every engine name, in registry order."""
+    return list(dict.fromkeys([name for name, _, _ in ERAS] + list(_extra)))
+
+
+def register(engine: ServingEngine) -> ServingEngine:
+    """Add an engine at run time under its name (plugins, tests)."""
+    _extra[engine.name] = engine
+    return engine
+
+
+def unregister(engine: ServingEngine) -> None:
+    if _extra.get(engine.name) is engine:
+        del _extra[engine.name]
+
+
+def get(spec: str = "vllm", field: str = "engine") -> ServingEngine:
+    """The engine `NAME` or `NAME@VERSION` names; InputError for an unknown one."""
+    name, _, version = spec.strip().partition("@")
+    name = name.strip().lower()
+    if name in _extra and not version:
+        return _extra[name]
+    eras = [(low, module) for engine, low, module in ERAS if engine == name]
+    if not eras:
+        raise InputError(field, f"unknown engine {name!r}; known: {', '.join(names())}")
+    if not version:
+        return _module(eras[0][1])
+    wanted = _version(version, field)
+    for low, module in eras:
+        if wanted >= _version(low, field):
+            return _module(module)
+    lowest = eras[-1][0]
+    raise InputError(field, f"{name} {version} predates the releases modelled (from {lowest})")
+
+
+def all_eras() -> list[ServingEngine]:
+    """Every engine era, in registry order (for `inventory engines`)."""
+    return [_module(module) for _, _, module in ERAS] + list(_extra.values())
+
+
+__all__ = ["ERAS", "EngineSettings", "KvCapacity", "KvLayer", "PoolLayout", "ReserveEstimate",
+           "ServingEngine", "StageShape", "all_eras", "get", "names", "register",
+           "unregister"]

@@ -1,0 +1,222 @@
+"""The interface every serving engine implements: how it accounts for one device's memory.
+
+Placement asks the engine, for each split and pipeline stage: the launch settings it resolves
+(defaults included), how layers fall into stages and experts onto ranks, the padding and
+runtime buffers it adds to the weights, the reserve it holds (activation peak, non-torch
+memory), how much of the device becomes the KV pool and how the pool is cut (blocks, pages,
+cells), what its maximum concurrency means, and the lines it prints at start-up. An engine
+module implements these from the engine's own source code and cites it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from llm_inventory.engine import kinds
+from llm_inventory.engine.state import StateLayer, layer_dtype
+from llm_inventory.spec.devices import Device
+from llm_inventory.spec.model import ModelSpec
+
+
+class EngineSettings(BaseModel):
+    """The launch settings an engine resolves for one device type (its defaults filled in).
+
+    Names follow vLLM's; each engine maps its own flags onto them: `memory_fraction` is
+    vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, TensorRT-LLM's
+    free_gpu_memory_fraction; `block_size` a block, page or cell padding in tokens.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    block_size: int
+    memory_fraction: float
+    kv_dtype: str
+
+
+class ReserveEstimate(BaseModel):
+    """The reserve one worker holds, by part, in bytes. An estimate."""
+
+    non_torch_bytes: int
+    forward_peak_bytes: int
+    sampler_peak_bytes: int
+    activation_bytes: int
+    reserve_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class KvLayer:
+    """One layer's state on one device: its kind, window and bytes per token (or fixed)."""
+
+    kind: str
+    window: int | None = None
+    bytes_per_token: int = 0
+    fixed_bytes: int = 0
+
+
+def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
+    """One layer of `run` on one TP rank (None for a layer that stores nothing)."""
+    kind = kinds.get(run.kind)
+    own_dtype = layer_dtype(run, dtype)
+    per_token = kind.bytes_per_token(run, own_dtype, tp)
+    fixed = kind.fixed_bytes(run, own_dtype, tp)
+    if not per_token and not fixed:
+        return None
+    return KvLayer(kind=run.kind, window=run.window, bytes_per_token=per_token,
+                   fixed_bytes=fixed)
+
+
+def device_layers_by_index(
+    layers: tuple[StateLayer, ...], tp: int, dtype: str, count: int
+) -> list[list[KvLayer]]:
+    """Per-layer KV of one TP rank, indexed by layer (a layer may keep two kinds).
+
+    Heads per rank are kv_heads ÷ tp, never below one; a split that does not divide the
+    heads is sized as if rounded down (it is illegal anyway, and reported so elsewhere).
+    """
+    out: list[list[KvLayer]] = [[] for _ in range(count)]
+    for run in layers:
+        layer = _device_layer(run, tp, dtype)
+        if layer is None:
+            continue
+        for index in range(run.first, min(run.first + run.count, count)):
+            out[index].append(layer)
+    return out
+
+
+class KvCapacity(BaseModel):
+    """What one device's pool holds."""
+
+    blocks: int
+    tokens: int
+    max_concurrency: float
+    bytes_per_token: int  # per device: what one more token of one sequence costs (all layers)
+    groups: int
+    request_blocks: int  # blocks one request at max_model_len needs
+    page_bytes: int  # bytes of one block id
+    fixed_bytes_per_request: int
+
+
+class PoolLayout(ABC):
+    """How one device's pool is cut for a given max_model_len."""
+
+    page: int  # bytes of one block, page or cell id (0: nothing is paged)
+    fixed: int  # bytes of fixed per-request state
+
+    @abstractmethod
+    def measure(self, pool_bytes: int) -> tuple[int, int, float]:
+        """(blocks, tokens, maximum concurrency) of a pool of `pool_bytes`."""
+
+    @abstractmethod
+    def capacity(self, pool_bytes: int) -> KvCapacity:
+        """The full figures of a pool of `pool_bytes`."""
+
+    @property
+    def keeps_state(self) -> bool:
+        return bool(self.page or self.fixed)
+
+
+@dataclass(frozen=True)
+class StageShape:
+    """The facts of one pipeline stage on one rank an engine needs for its reserve."""
+
+    tp: int
+    pp: int
+    ep: int
+    stage: int
+    first_stage: bool
+    last_stage: bool
+    has_layers: bool
+    vocab: int
+    hidden: int
+    widest_per_token: int  # activation elements per token of the widest layer on one rank
+    moe_workspace_per_token: int  # fused-MoE workspace elements per token (0: none)
+    activation_bits: int
+
+
+class ServingEngine(ABC):
+    """One serving engine in one accounting era."""
+
+    name: ClassVar[str]  # as --engine spells it
+    versions: ClassVar[str]  # the releases whose accounting this module follows
+    version: ClassVar[str]  # the release it answers for by default
+    label: ClassVar[str]  # how tables name it
+    summary: ClassVar[str]  # one line: what decides its KV pool
+    rules: ClassVar[tuple[tuple[str, str], ...]]  # (rule, source) pairs for `inventory engines`
+
+    # --- settings and model facts ---------------------------------------------------------
+
+    @abstractmethod
+    def settings(
+        self, device: Device, *, context: int, kv_dtype: str,
+        max_num_batched_tokens: int | None, max_num_seqs: int | None,
+        block_size: int | None, memory_fraction: float | None,
+    ) -> EngineSettings:
+        """The engine's launch settings on `device`, its defaults for whatever is None."""
+
+    def context_limit(self, spec: ModelSpec) -> int | None:
+        """The longest max_model_len the engine accepts for `spec` (None: no limit known)."""
+        return spec.max_context
+
+    def pp_partition(self, layers: int, pp: int) -> list[int]:
+        """Layers per pipeline stage (vLLM's rule by default; see `engine/parallel.py`)."""
+        from llm_inventory.engine.parallel import pp_partition
+
+        return pp_partition(layers, pp)
+
+    def expert_counts(self, experts: int, ep: int) -> list[int]:
+        """Routed experts each EP rank holds (contiguous blocks, remainder to the first)."""
+        from llm_inventory.engine.routing import expert_rank_counts
+
+        return expert_rank_counts(experts, ep)
+
+    vocab_padding: ClassVar[int] = 1  # vocabulary tables padded to a multiple of this
+    absorbs_mla: ClassVar[bool] = False  # keeps MLA up-projections split per head beside kv_b
+    expert_pad: ClassVar[int | None] = None  # kernels padding quantized expert matrices
+
+    def expert_padding(self, spec: ModelSpec) -> int | None:
+        """The multiple expert matrices are padded to at load time, when the engine does."""
+        return None
+
+    def runtime_buffer_bytes(self, spec: ModelSpec, dtype: str) -> int:
+        """Buffers the engine keeps with the weights on every stage (rotary caches …)."""
+        return 0
+
+    # --- memory ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
+        """Memory one worker holds beyond weights and the KV pool (an estimate)."""
+
+    @abstractmethod
+    def pool_bytes(
+        self, device: Device, settings: EngineSettings, weight_bytes: int,
+        reserve: ReserveEstimate,
+    ) -> int:
+        """Bytes of one worker's KV pool (may be ≤ 0: the weights leave no room)."""
+
+    @abstractmethod
+    def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
+        """How one worker's pool is cut for its layers' state."""
+
+    def binding_stage(self, measures: Sequence[tuple[int, int, float]],
+                      layouts: Sequence[PoolLayout], pools: Sequence[int]) -> int:
+        """The stage whose pool limits the engine: every worker sizes its own pool and the
+        engine keeps the smallest (vLLM: the minimum block count over workers)."""
+        keys = [(m[2] if lay.keeps_state else float("inf"), pool)
+                for m, lay, pool in zip(measures, layouts, pools, strict=True)]
+        return min(range(len(keys)), key=keys.__getitem__)
+
+    # --- what it prints -------------------------------------------------------------------
+
+    def startup_lines(self, capacity: KvCapacity, pool_bytes: int,
+                      settings: EngineSettings) -> list[str]:
+        """The lines the engine prints about its KV cache at start-up, in its own words."""
+        return []

@@ -1,0 +1,142 @@
+"""vLLM's V1 engine (0.11 to 0.20): how it sizes the KV cache at start-up.
+
+Rules, each from vLLM's source:
+- Budget: requested = total memory × gpu_memory_utilization; the KV pool is what is left of
+  it after the weights, the non-torch memory and the peak of a profiling forward
+  (`Worker.determine_available_memory`, vllm/v1/worker/gpu_worker.py). CUDA graphs are
+  captured afterwards and not subtracted (newer releases do: see the 0.21 module).
+- Defaults (`EngineArgs._set_default_args`, vllm/engine/arg_utils.py): on GPUs of 70 GiB
+  or more (A100s excepted) max_num_batched_tokens 8192 and max_num_seqs 1024, else 2048
+  and 256; block size 16; gpu_memory_utilization 0.92.
+- The pool is paged as `engine/serving/paged.py` describes (`KVCacheManager`,
+  vllm/v1/core/kv_cache_utils.py); every worker profiles its own memory and the engine
+  keeps the smallest block count (`get_kv_cache_configs`).
+- Weights: vocabulary tables padded to a multiple of 64 rows (`pad_vocab_size`,
+  vllm/model_executor/layers/vocab_parallel_embedding.py); MLA backends keep the kv_b
+  up-projection split per head (W_UK, W_UV) in the activation dtype beside the weight
+  (`MLACommonImpl.process_weights_after_loading`); MXFP4 MoE kernels on Hopper pad each
+  rank's intermediate and every matmul's reduction dimension to a multiple of 256
+  (vllm/model_executor/layers/quantization/mxfp4.py); the rotary cos/sin caches
+  (`get_rope`, vllm/model_executor/layers/rotary_embedding) stay with the weights.
+- The reserve (non-torch memory, forward and sampler peaks) is an estimate calibrated on
+  vLLM 0.19 start-ups: see `vllm_reserve.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llm_inventory.engine.serving.base import (
+    EngineSettings,
+    KvCapacity,
+    KvLayer,
+    PoolLayout,
+    ReserveEstimate,
+    ServingEngine,
+    StageShape,
+)
+from llm_inventory.engine.serving.paged import pool_layout
+from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_reserve
+from llm_inventory.spec.devices import Device
+from llm_inventory.spec.model import ModelSpec
+from llm_inventory.units import dtype_bits
+
+GIB = 2**30
+
+
+class VllmV1(ServingEngine):
+    name = "vllm"
+    versions = "0.11–0.20 (V1 engine)"
+    version = "0.19"
+    label = "vLLM 0.19"
+    summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
+               "profiled activation peak, in blocks of 16 tokens; the smallest worker binds")
+    rules = (
+        ("budget: total × gpu_memory_utilization − weights − non-torch − activation peak",
+         "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory"),
+        ("defaults: 8192 batched tokens and 1024 sequences on ≥ 70 GiB GPUs (not A100), else "
+         "2048 and 256; blocks of 16; utilization 0.92",
+         "vllm/engine/arg_utils.py EngineArgs._set_default_args"),
+        ("blocks per hybrid group, per-request blocks of sliding and chunked groups",
+         "vllm/v1/core/kv_cache_utils.py; vllm/v1/kv_cache_interface.py"),
+        ("smallest block count over workers", "vllm/v1/core/kv_cache_utils.py "
+         "get_kv_cache_configs"),
+        ("vocabulary padded to 64 rows", "vllm/model_executor/layers/vocab_parallel_embedding.py "
+         "pad_vocab_size"),
+        ("MLA W_UK/W_UV copies in the activation dtype",
+         "vllm/attention/backends/mla MLACommonImpl.process_weights_after_loading"),
+        ("MXFP4 MoE padding to 256 on Hopper", "vllm/model_executor/layers/quantization/mxfp4.py"),
+        ("rotary cos/sin caches at the scaled length",
+         "vllm/model_executor/layers/rotary_embedding get_rope"),
+        ("reserve: non-torch memory, forward and sampler peaks (estimate, calibrated on 0.19 "
+         "start-ups)", "llm_inventory/engine/serving/vllm_reserve.py"),
+    )
+    vocab_padding = 64
+    absorbs_mla = True
+
+    def __init__(self, reserve: ReserveModel | None = None) -> None:
+        self.reserve_model = reserve or ReserveModel()
+
+    def settings(
+        self, device: Device, *, context: int, kv_dtype: str,
+        max_num_batched_tokens: int | None, max_num_seqs: int | None,
+        block_size: int | None, memory_fraction: float | None,
+    ) -> EngineSettings:
+        large = device.memory_bytes >= 70 * GIB and "a100" not in device.id
+        return EngineSettings(
+            max_model_len=context,
+            max_num_batched_tokens=max_num_batched_tokens or (8192 if large else 2048),
+            max_num_seqs=max_num_seqs or (1024 if large else 256),
+            block_size=block_size or 16,
+            memory_fraction=0.92 if memory_fraction is None else memory_fraction,
+            kv_dtype=kv_dtype,
+        )
+
+    def expert_padding(self, spec: ModelSpec) -> int | None:
+        q = spec.quantization
+        return q.runtime_pad if q is not None else None
+
+    def runtime_buffer_bytes(self, spec: ModelSpec, dtype: str) -> int:
+        """cos/sin caches: Σ cached positions × rotary dims × the activation dtype."""
+        from llm_inventory.engine import kinds
+
+        stack = spec.decoder
+        if stack is None or not stack.rope or not stack.shaped:
+            return 0
+        rotary = max((kind.rotary_dim(stack) for kind in kinds.present(stack)), default=0)
+        positions = stack.rope_cache_positions or (
+            [spec.max_context] if spec.max_context else [])
+        return sum(p * rotary * dtype_bits(dtype) // 8 for p in positions)
+
+    def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
+        return estimate_reserve(
+            self.reserve_model, tp=shape.tp, pp=shape.pp, last_stage=shape.last_stage,
+            has_layers=shape.has_layers, tokens=settings.max_num_batched_tokens,
+            logit_rows=min(settings.max_num_seqs, settings.max_num_batched_tokens),
+            vocab=shape.vocab, hidden=shape.hidden, widest_per_token=shape.widest_per_token,
+            activation_bits=shape.activation_bits,
+            moe_workspace_per_token=shape.moe_workspace_per_token,
+        )
+
+    def pool_bytes(self, device: Device, settings: EngineSettings, weight_bytes: int,
+                   reserve: ReserveEstimate) -> int:
+        usable = int(device.memory_bytes * settings.memory_fraction)
+        return usable - weight_bytes - reserve.reserve_bytes
+
+    def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
+        return pool_layout(layers, block_size=settings.block_size,
+                           max_model_len=settings.max_model_len,
+                           max_num_batched_tokens=settings.max_num_batched_tokens)
+
+    def startup_lines(self, capacity: KvCapacity, pool_bytes: int,
+                      settings: EngineSettings) -> list[str]:
+        """vLLM's own lines (`_report_kv_cache_config`, vllm/v1/core/kv_cache_utils.py)."""
+        return [
+            f"Available KV cache memory: {max(0, pool_bytes) / GIB:.2f} GiB",
+            f"GPU KV cache size: {capacity.tokens:,} tokens",
+            f"Maximum concurrency for {settings.max_model_len:,} tokens per request: "
+            f"{capacity.max_concurrency:.2f}x",
+        ]
+
+
+ENGINE = VllmV1()
