@@ -107,8 +107,23 @@ def copy_bytes(group: TensorGroup, dtype: str, q: Quantization | None,
     return -(-group.elements * dtype_bits(dtype) // 8)
 
 
+_GROUP_BYTES: dict[tuple[TensorGroup, str, str], int] = {}
+_MEMO_LIMIT = 1 << 16
+
+
 def group_bytes(group: TensorGroup, dtype: str, q: Quantization | None) -> int:
-    """Bytes of every copy of `group` as the checkpoint stores it."""
+    """Bytes of every copy of `group` as the checkpoint stores it.
+
+    Memoised on (group, dtype, quantization): the per-layer ignore-list matching it needs
+    is the same for every split a search sizes.
+    """
     if q is None or not group.linear:
         return -(-group.parameters * dtype_bits(dtype) // 8)
-    return sum(copy_bytes(group, dtype, q, layer) for layer in group.layers or (None,))
+    key = (group, dtype, repr(q))
+    found = _GROUP_BYTES.get(key)
+    if found is None:
+        if len(_GROUP_BYTES) >= _MEMO_LIMIT:
+            _GROUP_BYTES.clear()
+        found = sum(copy_bytes(group, dtype, q, layer) for layer in group.layers or (None,))
+        _GROUP_BYTES[key] = found
+    return found

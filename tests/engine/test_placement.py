@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from llm_inventory.engine.model_state import state_layers
@@ -154,13 +152,17 @@ def test_hybrid_models_count_groups_like_vllm() -> None:
     assert plan.per_device.kv_capacity_tokens == blocks // 2 * 16
 
 
-def test_large_search_is_fast() -> None:
-    request = PlacementRequest(device=resolve_device("h200"), count=1024, limit=10)
-    start = time.perf_counter()
-    result = plan_placement(load_preset("deepseek-v3"), request)
-    elapsed = time.perf_counter() - start
-    assert result.candidates > 1000 and result.fitting > 0
-    assert elapsed < 1.0, elapsed
+def test_large_searches_are_bounded_by_construction() -> None:
+    """Candidates are divisor sets, not ranges over devices: 16 times the devices adds a few
+    shapes, not 16 times as many (timings live in benchmarks/, not here)."""
+    small = plan_placement(load_preset("deepseek-v3"), PlacementRequest(
+        device=resolve_device("h200"), count=1024))
+    large = plan_placement(load_preset("deepseek-v3"), PlacementRequest(
+        device=resolve_device("h200"), count=16384, limit=10))
+    assert small.fitting > 0 and small.shown == small.legal  # every plan, unless limited
+    assert 1000 < small.candidates < 3000
+    assert large.candidates < 2 * small.candidates
+    assert large.shown == 10
 
 
 def test_plans_are_sorted_fitting_first() -> None:

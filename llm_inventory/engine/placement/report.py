@@ -19,6 +19,7 @@ from llm_inventory.engine.roofline import Timing, roofline
 from llm_inventory.engine.routing import expected_distinct_experts
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
+from llm_inventory.engine.tensors import TensorGroup
 from llm_inventory.units import DTYPE_BITS
 
 
@@ -29,6 +30,7 @@ class Reporter:
         self.facts = facts
         self._work: dict[tuple[str, int], tuple[int, int]] = {}
         self._handover: int | None = None
+        self._groups: list[TensorGroup] | None = None
 
     def plan(self, sized: Sized) -> Plan:
         facts, request = self.facts, self.facts.request
@@ -142,7 +144,9 @@ class Reporter:
             from llm_inventory.engine.tensors import model_tensors
 
             facts, spec = self.facts, self.facts.spec
-            groups = model_tensors(spec) if spec.coarse is None else []
+            if self._groups is None:
+                self._groups = model_tensors(spec) if spec.coarse is None else []
+            groups = self._groups
             coarse = count_parameters(spec, facts.request.dtype) if spec.coarse else None
             if phase == "prefill":
                 work = phase_work(spec, groups, phase="prefill", tokens=rows, sequences=1,
