@@ -13,16 +13,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_inventory.engine import kinds
+from llm_inventory.engine import dtypes, kinds
 from llm_inventory.engine.checkpoint_compare import (
     CheckpointComparison,
     checkpoint_weight_bytes,
     compare_checkpoint,
 )
 from llm_inventory.engine.comm import Communication, communication
+from llm_inventory.engine.dtypes import weight_dtypes
 from llm_inventory.engine.media import MediaGeometry, feature_tokens
 from llm_inventory.engine.model_state import context_notes, state_layers
-from llm_inventory.engine.params import ParameterCount, count_parameters, runtime_quantization
+from llm_inventory.engine.params import ParameterCount, count_parameters
 from llm_inventory.engine.roofline import Efficiency, Timing, roofline
 from llm_inventory.engine.sampling import SamplerStateItem, sampler_state
 from llm_inventory.engine.shapes import Gemm, PhaseWork, attention_flops, phase_work
@@ -287,14 +288,9 @@ def _splits(spec: ModelSpec, has_state: bool) -> list[Split]:
 def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
     """Inventory `spec` at the request's workload."""
     params = count_parameters(spec, request.dtype)
-    weight_dtype = params.weight_dtype
-    quant = spec.quantization
-    if request.dtype is not None:
-        wanted = normalize_dtype(request.dtype, "dtype")
-        quant = runtime_quantization(wanted) if DTYPE_BITS[wanted] < 16 else None
-    kv_dtype = normalize_dtype(request.kv_dtype or spec.dtype, "kv_dtype")
-    act_dtype = normalize_dtype(spec.dtype) if DTYPE_BITS[normalize_dtype(spec.dtype)] >= 16 \
-        else "bf16"
+    weight_dtype, quant = weight_dtypes(spec, request.dtype)
+    kv_dtype = dtypes.kv_dtype(spec, request.kv_dtype, serving=False)
+    act_dtype = dtypes.activation_dtype(spec)
     groups = model_tensors(spec) if spec.coarse is None else []
     geometry = _media(spec, request)
     per_item = geometry.feature_tokens if geometry else 0

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from llm_inventory.engine.dtypes import weight_dtypes
 from llm_inventory.engine.tensors import TensorGroup, model_tensors
 from llm_inventory.engine.weights import group_bytes
 from llm_inventory.spec.model import Component, ModelSpec, Quantization
-from llm_inventory.units import DTYPE_BITS, dtype_bits, normalize_dtype
+from llm_inventory.units import dtype_bits, normalize_dtype
 
 
 class ComponentCount(BaseModel):
@@ -49,18 +50,6 @@ def _active_elements(group: TensorGroup, top_k: int | None) -> int:
     return group.parameters
 
 
-def runtime_quantization(dtype: str) -> Quantization | None:
-    """The quantization an engine applies when asked to serve weights at `dtype`.
-
-    8 bits and fewer: matmul weights at that width with one scale per tensor (vLLM's
-    on-the-fly FP8), embeddings and lm_head unquantized. 16/32-bit: none.
-    """
-    bits = dtype_bits(dtype)
-    if bits >= 16:
-        return None
-    return Quantization(method=f"runtime-{normalize_dtype(dtype)}", bits=bits)
-
-
 def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCount:
     """Count `spec`'s parameters, per component, and their bytes.
 
@@ -68,14 +57,7 @@ def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCoun
     narrower type quantizes matmul weights as an engine would at load time, replacing the
     checkpoint's own quantization.
     """
-    base = normalize_dtype(spec.dtype)
-    quant = spec.quantization
-    if dtype is not None:
-        wanted = normalize_dtype(dtype, "dtype")
-        if DTYPE_BITS[wanted] >= 16:
-            base, quant = wanted, None
-        else:
-            quant = runtime_quantization(wanted)
+    base, quant = weight_dtypes(spec, dtype)
     if spec.coarse is not None:
         return _coarse(spec, base, quant)
     if spec.diffusion is not None:

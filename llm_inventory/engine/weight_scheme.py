@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from llm_inventory.engine.params import runtime_quantization
+from llm_inventory.engine.dtypes import weight_dtypes
 from llm_inventory.spec.model import ModelSpec, Quantization
-from llm_inventory.units import DTYPE_BITS, normalize_dtype
 
 
 class WeightScheme(BaseModel):
@@ -34,18 +33,6 @@ class WeightScheme(BaseModel):
     runtime: bool  # quantized at load time (a --dtype override), not stored so
 
 
-def resolve_weights(spec: ModelSpec, dtype: str | None) -> tuple[str, Quantization | None]:
-    """(unquantized dtype, quantization) the weights are served at: the checkpoint's own, or
-    what `dtype` asks for (a 16/32-bit float re-types; narrower quantizes matmul weights)."""
-    base = normalize_dtype(spec.dtype)
-    if dtype is None:
-        return base, spec.quantization
-    wanted = normalize_dtype(dtype, "dtype")
-    if DTYPE_BITS[wanted] >= 16:
-        return wanted, None
-    return base, runtime_quantization(wanted)
-
-
 def _scales(q: Quantization) -> str:
     if q.block is not None:
         return f"{q.block[0]}×{q.block[1]} block scales"
@@ -58,7 +45,7 @@ def _scales(q: Quantization) -> str:
 
 def describe_weights(spec: ModelSpec, dtype: str | None = None) -> WeightScheme:
     """The stored (or served, with `dtype`) weight scheme of `spec`, labelled."""
-    base, q = resolve_weights(spec, dtype)
+    base, q = weight_dtypes(spec, dtype)
     if q is None:
         return WeightScheme(label=base, short=base, unquantized_dtype=base, method=None,
                             bits=None, group_size=None, block=None, per_channel=False,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from llm_inventory.engine import kinds
 from llm_inventory.engine.device_weights import WeightLayout, weight_layout
+from llm_inventory.engine.dtypes import activation_dtype, kv_dtype, weight_dtypes
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.placement.models import PlacementRequest
 from llm_inventory.engine.serving import ServingEngine
@@ -26,10 +27,9 @@ from llm_inventory.engine.serving.base import (
     device_layers_by_index,
 )
 from llm_inventory.engine.state import StateLayer, layer_dtype
-from llm_inventory.engine.weight_scheme import WeightScheme, describe_weights, resolve_weights
-from llm_inventory.errors import InputError
+from llm_inventory.engine.weight_scheme import WeightScheme, describe_weights
 from llm_inventory.spec.model import ModelSpec, MoE, Quantization, Stack
-from llm_inventory.units import DTYPE_BITS, normalize_dtype
+from llm_inventory.units import DTYPE_BITS
 
 DEFAULT_CONTEXT = 8000  # the seed's worked example
 
@@ -239,22 +239,18 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     """Resolve the engine, its settings and the model's weights and state for a search."""
     engine = get_engine(request.engine)
     device = request.device
-    weight_dtype, quant = resolve_weights(spec, request.dtype)
-    kv_dtype = normalize_dtype(request.kv_dtype or spec.dtype, "kv_dtype")
-    if DTYPE_BITS[kv_dtype] < 8:
-        raise InputError("kv_dtype", f"{kv_dtype} is not a KV cache dtype engines offer; use "
-                         "bf16, fp16, fp8 or fp32")
+    weight_dtype, quant = weight_dtypes(spec, request.dtype)
+    kv = kv_dtype(spec, request.kv_dtype)
     context = request.context
     if context is None:
         limit = engine.context_limit(spec)
         context = min(DEFAULT_CONTEXT, limit) if limit else DEFAULT_CONTEXT
     request = request.model_copy(update={"context": context})
     settings = engine.settings(
-        device, context=context, kv_dtype=kv_dtype,
+        device, context=context, kv_dtype=kv,
         max_num_batched_tokens=request.max_num_batched_tokens,
         max_num_seqs=request.max_num_seqs, block_size=request.block_size,
         memory_fraction=request.gpu_memory_utilization)
-    base = normalize_dtype(spec.dtype)
     stack = spec.decoder
     layers = stack.layers if stack is not None else 1
     moe = stack.moe if stack is not None else None
@@ -266,8 +262,8 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         weight_dtype=weight_dtype, quant=quant, scheme=describe_weights(spec, request.dtype),
         # A checkpoint's own tensors, as stored, unless the weights are re-typed at load.
         layout=weight_layout(spec, weight_dtype, quant, engine, request.dtype is None),
-        kv_dtype=kv_dtype,
-        act_bits=DTYPE_BITS[base] if DTYPE_BITS[base] >= 16 else 16,
+        kv_dtype=kv,
+        act_bits=DTYPE_BITS[activation_dtype(spec)],
         state=state_layers(spec), stack=stack, layers=layers, moe=moe, experts=experts,
         has_encoder=spec.encoder is not None and spec.family.decodes,
         dense_mlp=stack is not None and stack.mlp != "none" and (
