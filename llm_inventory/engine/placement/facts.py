@@ -21,6 +21,7 @@ from llm_inventory.engine.serving import get as get_engine
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     KvLayer,
+    LaunchSettings,
     PoolLayout,
     ReserveEstimate,
     StageShape,
@@ -57,7 +58,8 @@ class ModelFacts:
     has_encoder: bool
     dense_mlp: bool
     _prefix: dict[tuple[int, int], tuple[float, ...]] = field(default_factory=dict)
-    _reserve: dict[tuple[int, bool, int, bool], ReserveEstimate] = field(default_factory=dict)
+    _reserve: dict[tuple[int, int, int, bool, bool], ReserveEstimate] = field(
+        default_factory=dict)
     _kv: dict[int, tuple[tuple[KvLayer, ...], ...]] = field(default_factory=dict)
     _pools: dict[tuple[int, int, int], PoolLayout] = field(default_factory=dict)
     _ranges: dict[int, list[range]] = field(default_factory=dict)
@@ -169,18 +171,24 @@ class ModelFacts:
 
     # --- reserve --------------------------------------------------------------------------
 
+    def stage_shape(self, tp: int, pp: int, ep: int, stage: int) -> StageShape:
+        """What an engine's reserve and pool rules read about one stage of a split."""
+        s = self.stack
+        return StageShape(
+            tp=tp, pp=pp, ep=ep, stage=stage, first_stage=stage == 0,
+            last_stage=stage == pp - 1, has_layers=s is not None, vocab=self.layout.vocab,
+            hidden=s.hidden_size if s is not None and s.hidden_size else 0,
+            widest_per_token=_widest(s, tp, ep) if s is not None else 0,
+            moe_workspace_per_token=self._moe_workspace(tp, ep),
+            activation_bits=self.act_bits,
+        )
+
     def reserve(self, tp: int, pp: int, ep: int, stage: int) -> ReserveEstimate:
-        key = (tp, pp > 1, ep, stage == pp - 1)
+        """The engine's reserve on one stage (memoised on what it can depend on)."""
+        key = (tp, pp, ep, stage == 0, stage == pp - 1)
         if key not in self._reserve:
-            s = self.stack
-            self._reserve[key] = self.engine.reserve(StageShape(
-                tp=tp, pp=2 if pp > 1 else 1, ep=ep, stage=stage, first_stage=stage == 0,
-                last_stage=stage == pp - 1, has_layers=s is not None, vocab=self.layout.vocab,
-                hidden=s.hidden_size if s is not None and s.hidden_size else 0,
-                widest_per_token=_widest(s, tp, ep) if s is not None else 0,
-                moe_workspace_per_token=self._moe_workspace(tp, ep),
-                activation_bits=self.act_bits,
-            ), self.settings)
+            self._reserve[key] = self.engine.reserve(self.stage_shape(tp, pp, ep, stage),
+                                                     self.settings)
         return self._reserve[key]
 
     def _moe_workspace(self, tp: int, ep: int) -> int:
@@ -246,11 +254,10 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         limit = engine.context_limit(spec)
         context = min(DEFAULT_CONTEXT, limit) if limit else DEFAULT_CONTEXT
     request = request.model_copy(update={"context": context})
-    settings = engine.settings(
-        device, context=context, kv_dtype=kv,
-        max_num_batched_tokens=request.max_num_batched_tokens,
+    settings = engine.settings(device, LaunchSettings(
+        context=context, kv_dtype=kv, max_num_batched_tokens=request.max_num_batched_tokens,
         max_num_seqs=request.max_num_seqs, block_size=request.block_size,
-        memory_fraction=request.gpu_memory_utilization)
+        memory_fraction=request.gpu_memory_utilization, flags=request.engine_flags))
     stack = spec.decoder
     layers = stack.layers if stack is not None else 1
     moe = stack.moe if stack is not None else None

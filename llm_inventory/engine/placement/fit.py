@@ -74,7 +74,8 @@ def size(facts: ModelFacts, shape: Shape, reasons: list[str], warnings: list[str
     reserves, layouts, measures, pools = [], [], [], []
     for index, stage in enumerate(ranges):
         reserve = facts.reserve(tp, pp, ep, index)
-        pool = facts.engine.pool_bytes(facts.request.device, facts.settings, weights[index],
+        pool = facts.engine.pool_bytes(facts.request.device, facts.settings,
+                                       facts.stage_shape(tp, pp, ep, index), weights[index],
                                        reserve)
         layout = facts.pool_layout(tp, stage.start, stage.stop)
         reserves.append(reserve)

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine.roofline import Efficiency, Timing
-from llm_inventory.engine.serving.base import ReserveEstimate
+from llm_inventory.engine.serving.base import FlagValue, ReserveEstimate
 from llm_inventory.engine.weight_scheme import WeightScheme
 from llm_inventory.spec.devices import Device
 
@@ -43,6 +43,7 @@ class PlacementRequest(BaseModel):
     pp: int | None = Field(default=None, ge=1)
     ep: int | None = Field(default=None, ge=1)
     engine: str = "vllm"  # NAME or NAME@VERSION (see `engine/serving/`)
+    engine_flags: dict[str, FlagValue] = Field(default_factory=dict)  # by the engine's names
     # max_model_len; None: 8,000 (the seed's), or the engine's limit for the model if lower
     context: int | None = Field(default=None, ge=1)
     concurrency: int = Field(default=1, ge=1)

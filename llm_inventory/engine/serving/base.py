@@ -15,21 +15,40 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 
+FlagValue = str | int | float | bool
+
+
+class LaunchSettings(BaseModel):
+    """What a launch asks the engine for; None leaves a setting to the engine's default.
+
+    The common settings use vLLM's names; each engine maps its own flags onto them:
+    `memory_fraction` is vLLM's gpu_memory_utilization, SGLang's mem_fraction_static,
+    TensorRT-LLM's free_gpu_memory_fraction; `block_size` a block, page or cell padding in
+    tokens. `flags` holds the rest by the engine's own option names (`swa_full`,
+    `n_gpu_layers`, `max_total_tokens` …).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    context: int
+    kv_dtype: str
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    block_size: int | None = None
+    memory_fraction: float | None = None
+    flags: dict[str, FlagValue] = Field(default_factory=dict)
+
 
 class EngineSettings(BaseModel):
-    """The launch settings an engine resolves for one device type (its defaults filled in).
-
-    Names follow vLLM's; each engine maps its own flags onto them: `memory_fraction` is
-    vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, TensorRT-LLM's
-    free_gpu_memory_fraction; `block_size` a block, page or cell padding in tokens.
-    """
+    """The launch settings an engine resolved for one device type (its defaults filled in);
+    `flags` holds its engine-specific ones, resolved too."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -39,6 +58,7 @@ class EngineSettings(BaseModel):
     block_size: int
     memory_fraction: float
     kv_dtype: str
+    flags: dict[str, FlagValue] = Field(default_factory=dict)
 
 
 class ReserveEstimate(BaseModel):
@@ -154,12 +174,9 @@ class ServingEngine(ABC):
     # --- settings and model facts ---------------------------------------------------------
 
     @abstractmethod
-    def settings(
-        self, device: Device, *, context: int, kv_dtype: str,
-        max_num_batched_tokens: int | None, max_num_seqs: int | None,
-        block_size: int | None, memory_fraction: float | None,
-    ) -> EngineSettings:
-        """The engine's launch settings on `device`, its defaults for whatever is None."""
+    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
+        """The engine's launch settings on `device`: `asked`, its defaults for the rest.
+        Raises InputError for a flag it does not know or a value it refuses."""
 
     def context_limit(self, spec: ModelSpec) -> int | None:
         """The longest max_model_len the engine accepts for `spec` (None: no limit known)."""
@@ -197,7 +214,7 @@ class ServingEngine(ABC):
 
     @abstractmethod
     def pool_bytes(
-        self, device: Device, settings: EngineSettings, weight_bytes: int,
+        self, device: Device, settings: EngineSettings, shape: StageShape, weight_bytes: int,
         reserve: ReserveEstimate,
     ) -> int:
         """Bytes of one worker's KV pool (may be ≤ 0: the weights leave no room)."""

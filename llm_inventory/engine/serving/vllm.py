@@ -30,6 +30,7 @@ from llm_inventory.engine.serving.base import (
     EngineSettings,
     KvCapacity,
     KvLayer,
+    LaunchSettings,
     PoolLayout,
     ReserveEstimate,
     ServingEngine,
@@ -77,19 +78,20 @@ class VllmV1(ServingEngine):
     def __init__(self, reserve: ReserveModel | None = None) -> None:
         self.reserve_model = reserve or ReserveModel()
 
-    def settings(
-        self, device: Device, *, context: int, kv_dtype: str,
-        max_num_batched_tokens: int | None, max_num_seqs: int | None,
-        block_size: int | None, memory_fraction: float | None,
-    ) -> EngineSettings:
+    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
+        if asked.flags:
+            from llm_inventory.errors import InputError
+
+            raise InputError("engine_flags", f"{self.label} takes no engine flags here; got "
+                             + ", ".join(sorted(asked.flags)))
         large = device.memory_bytes >= 70 * GIB and "a100" not in device.id
         return EngineSettings(
-            max_model_len=context,
-            max_num_batched_tokens=max_num_batched_tokens or (8192 if large else 2048),
-            max_num_seqs=max_num_seqs or (1024 if large else 256),
-            block_size=block_size or 16,
-            memory_fraction=0.92 if memory_fraction is None else memory_fraction,
-            kv_dtype=kv_dtype,
+            max_model_len=asked.context,
+            max_num_batched_tokens=asked.max_num_batched_tokens or (8192 if large else 2048),
+            max_num_seqs=asked.max_num_seqs or (1024 if large else 256),
+            block_size=asked.block_size or 16,
+            memory_fraction=0.92 if asked.memory_fraction is None else asked.memory_fraction,
+            kv_dtype=asked.kv_dtype,
         )
 
     def expert_padding(self, spec: ModelSpec) -> int | None:
@@ -118,8 +120,8 @@ class VllmV1(ServingEngine):
             moe_workspace_per_token=shape.moe_workspace_per_token,
         )
 
-    def pool_bytes(self, device: Device, settings: EngineSettings, weight_bytes: int,
-                   reserve: ReserveEstimate) -> int:
+    def pool_bytes(self, device: Device, settings: EngineSettings, shape: StageShape,
+                   weight_bytes: int, reserve: ReserveEstimate) -> int:
         usable = int(device.memory_bytes * settings.memory_fraction)
         return usable - weight_bytes - reserve.reserve_bytes
 

@@ -17,6 +17,7 @@ from llm_inventory.engine.serving.base import (
     EngineSettings,
     KvCapacity,
     KvLayer,
+    LaunchSettings,
     PoolLayout,
     ReserveEstimate,
     ServingEngine,
@@ -52,19 +53,18 @@ class AllKv(ServingEngine):
     summary = "every byte the weights leave is KV"
     rules = (("pool = total − weights", "this test"),)
 
-    def settings(self, device: Device, *, context: int, kv_dtype: str,
-                 max_num_batched_tokens: int | None, max_num_seqs: int | None,
-                 block_size: int | None, memory_fraction: float | None) -> EngineSettings:
-        return EngineSettings(max_model_len=context, max_num_batched_tokens=context,
-                              max_num_seqs=max_num_seqs or 1, block_size=1,
-                              memory_fraction=1.0, kv_dtype=kv_dtype)
+    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
+        return EngineSettings(max_model_len=asked.context,
+                              max_num_batched_tokens=asked.context,
+                              max_num_seqs=asked.max_num_seqs or 1, block_size=1,
+                              memory_fraction=1.0, kv_dtype=asked.kv_dtype)
 
     def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
         return ReserveEstimate(non_torch_bytes=0, forward_peak_bytes=0, sampler_peak_bytes=0,
                                activation_bytes=0, reserve_bytes=0)
 
-    def pool_bytes(self, device: Device, settings: EngineSettings, weight_bytes: int,
-                   reserve: ReserveEstimate) -> int:
+    def pool_bytes(self, device: Device, settings: EngineSettings, shape: StageShape,
+                   weight_bytes: int, reserve: ReserveEstimate) -> int:
         return device.memory_bytes - weight_bytes
 
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
