@@ -47,7 +47,7 @@ from transformers.utils import logging as hf_logging
 
 DROP_KEYS = ("quantization_config",)
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers",
-            "mtp_num_layers", "n_mtp_layers", "num_nextn_layers")
+            "mtp_num_layers", "n_mtp_layers", "num_nextn_layers", "num_mtp_modules")
 TOP_K_KEYS = ("num_experts_per_tok", "moe_topk", "top_k", "moe_k", "num_experts_per_token",
               "experts_per_token", "n_activated_experts", "moe_top_k", "router_top_k",
               "num_activated_experts", "top_k_experts")
@@ -92,17 +92,33 @@ def adapt(raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return data
 
 
-def wrap_flat(raw: dict[str, Any], config_cls: Any, notes: list[str]) -> dict[str, Any]:
-    """A flat file for a wrapper class: its keys are the text model's."""
-    subs = getattr(config_cls, "sub_configs", {}) or {}
-    if "text_config" not in subs or "text_config" in raw or "num_hidden_layers" not in raw:
-        return raw
+SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size",
+              "num_attention_heads", "num_key_value_heads")
+
+
+def ignored_flat_keys(raw: dict[str, Any], config: Any) -> list[str]:
+    """Top-level shape keys of a flat file that the built text config does not carry."""
+    if "text_config" in raw:
+        return []
+    text = config.get_text_config(decoder=True)
+    return [k for k in SHAPE_KEYS if k in raw and getattr(text, k, None) != raw[k]]
+
+
+def wrap_flat(raw: dict[str, Any], config_cls: Any, ignored: list[str],
+              notes: list[str]) -> dict[str, Any]:
+    """A flat file for a wrapper class whose text config ignored its keys: pass them as one."""
     text = {k: v for k, v in raw.items() if k not in ("architectures", "model_type")}
-    notes.append(f"flat config for the wrapper {config_cls.__name__}: its keys were passed as "
-                 "text_config; parts the file does not describe (vision) are left out of the "
-                 "figures")
+    notes.append(f"flat config for the wrapper {config_cls.__name__}, whose text config ignored "
+                 f"its keys {ignored}: they were passed as text_config; parts the file does not "
+                 "describe (vision) are left out of the figures")
     return {"model_type": raw["model_type"], "architectures": raw.get("architectures"),
-            "text_config": text, "_text_only": True}
+            "text_config": text}
+
+
+def auto_config(data: dict[str, Any]) -> Any:
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "config.json").write_text(json.dumps(data))
+        return AutoConfig.from_pretrained(tmp)
 
 
 def load_config(raw: dict[str, Any], notes: list[str]) -> tuple[Any, bool]:
@@ -113,12 +129,13 @@ def load_config(raw: dict[str, Any], notes: list[str]) -> tuple[Any, bool]:
         notes.append(f"no transformers class: stand-in {config_name}; {why}")
         return getattr(transformers, config_name).from_dict(adapt(raw, notes)), False
     if model_type in CONFIG_MAPPING:
-        data = wrap_flat(adapt(raw, notes), CONFIG_MAPPING[model_type], notes)
-        text_only = bool(data.pop("_text_only", False))
-        with tempfile.TemporaryDirectory() as tmp:
-            Path(tmp, "config.json").write_text(json.dumps(data))
-            config = AutoConfig.from_pretrained(tmp)
-        return config, text_only
+        data = adapt(raw, notes)
+        config = auto_config(data)
+        subs = getattr(CONFIG_MAPPING[model_type], "sub_configs", {}) or {}
+        ignored = ignored_flat_keys(data, config) if "text_config" in subs else []
+        if not ignored:
+            return config, False
+        return auto_config(wrap_flat(data, CONFIG_MAPPING[model_type], ignored, notes)), True
     arch = (raw.get("architectures") or [None])[0]
     cls = getattr(transformers, arch, None) if arch else None
     if cls is None or not hasattr(cls, "config_class"):
@@ -161,6 +178,14 @@ def model_class(config: Any, raw: dict[str, Any], notes: list[str]) -> Any:
                 notes.append(f"architectures[0] {arch!r} is not a transformers class; "
                              f"built {cls.__name__} ({name})")
                 return cls
+    for suffix in ("ForConditionalGeneration", "ForCausalLM", "Model"):
+        for name in dir(transformers):
+            if name.endswith(suffix) and not name.startswith("TF"):
+                candidate = getattr(transformers, name, None)
+                if getattr(candidate, "config_class", None) is type(config):
+                    notes.append(f"architectures[0] {arch!r} is not a transformers class; "
+                                 f"built {name} (the class whose config_class it is)")
+                    return candidate
     raise LookupError(f"no transformers model class for {type(config).__name__}")
 
 
@@ -227,6 +252,8 @@ def components(model: torch.nn.Module) -> dict[str, int]:
 
 
 def embedding_figures(model: Any) -> dict[str, Any]:
+    # Omni wrappers hold their decoder in `thinker` and do not expose its embeddings.
+    model = getattr(model, "thinker", model)
     emb = model.get_input_embeddings()
     emb_w = emb.weight if emb is not None else None
     head = None
@@ -334,7 +361,10 @@ def moe_figures(model: torch.nn.Module, config: Any, total: int) -> dict[str, An
         out["active_params_max"] = total - phantom - inactive
         out["active_params_min"] = total - phantom - every
         out["active_params"] = None
+    if phantom:
+        # e.g. LongCat-Flash: gate_up_proj has rows for the zero-computation experts too.
         out["phantom_expert_params"] = phantom
+        out["total_params_without_phantom_experts"] = total - phantom
     return out
 
 
@@ -380,9 +410,12 @@ def layer_tensors(layer: Any) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
 
 
 def forward_cache(model: Any, tokens: int, enc_tokens: int | None = None,
-                  explicit: bool = False) -> Any:
-    """The cache after one forward; `explicit` passes DynamicCache(config), as generate does."""
+                  explicit: bool = False, decoder: bool = False) -> Any:
+    """The cache after one forward; `explicit` passes DynamicCache(config), as generate does;
+    `decoder` runs the wrapper's text decoder alone."""
     runner = getattr(model, "thinker", model)
+    if decoder:
+        runner = runner.get_decoder()
     ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
     kwargs: dict[str, Any] = {"use_cache": True}
     if enc_tokens is not None:
@@ -423,7 +456,8 @@ def growth(first: list[Any], second: list[Any], tokens: int) -> list[dict[str, A
     return rows
 
 
-def describe_cache(model: Any, encoder_decoder: bool, explicit: bool) -> dict[str, Any]:
+def describe_cache(model: Any, encoder_decoder: bool, explicit: bool,
+                   decoder: bool = False) -> dict[str, Any]:
     """Per-layer cache tensors: growth per token, or a fixed shape per sequence.
 
     Short run: 1 and 3 tokens. Cache layers of a model's own classes (not cache_utils) are
@@ -439,18 +473,18 @@ def describe_cache(model: Any, encoder_decoder: bool, explicit: bool) -> dict[st
         stacks = {name: growth(cache_layers(a)[name], cache_layers(b)[name], 2)
                   for name, (a, b) in caches.items()}
         return {"cache_class": type(one).__name__, "stacks": stacks}
-    one = forward_cache(model, 1, explicit=explicit)
+    one = forward_cache(model, 1, explicit=explicit, decoder=decoder)
     first = cache_layers(one)
     if not first:
         return {"cache_class": type(one).__name__ if one is not None else None}
-    rows = growth(first["decoder"], cache_layers(forward_cache(model, 3, explicit=explicit))[
-        "decoder"], 2)
+    rows = growth(first["decoder"], cache_layers(forward_cache(
+        model, 3, explicit=explicit, decoder=decoder))["decoder"], 2)
     result: dict[str, Any] = {"cache_class": type(one).__name__, "stacks": {"decoder": rows}}
     custom = sorted({type(layer).__name__ for layer in first["decoder"]
                      if type(layer).__module__ != STANDARD_CACHE_MODULE})
     if custom:
-        short, long = (cache_layers(forward_cache(model, n, explicit=explicit))["decoder"]
-                       for n in LONG_RUN)
+        short, long = (cache_layers(forward_cache(
+            model, n, explicit=explicit, decoder=decoder))["decoder"] for n in LONG_RUN)
         result["long_run"] = {"tokens": list(LONG_RUN), "custom_cache_layers": custom,
                               "rows": growth(short, long, LONG_RUN[1] - LONG_RUN[0])}
     return result
@@ -583,34 +617,56 @@ def count(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
     entry.update(config_facts(raw, config))
     encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
     errors = []
-    for explicit, stub in ((False, False), (True, False), (False, True), (True, True)):
+    attempts = [(False, False, False), (True, False, False), (False, True, False),
+                (True, True, False), (False, False, True), (True, True, True)]
+    for explicit, stub, decoder in attempts:
         if stub:
             stub_experts(model)
         try:
-            desc = describe_cache(model, encoder_decoder, explicit)
+            desc = describe_cache(model, encoder_decoder, explicit, decoder)
         except Exception as exc:  # noqa: BLE001 - every failure is reported, not hidden
             errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
             continue
         entry["cache_source"] = "meta forward of 1 and 3 tokens, use_cache=True" + (
             ", past_key_values=DynamicCache(config=model.config) passed as generate() does"
-            if explicit else "") + (", routed experts stubbed" if stub else "")
-        if explicit or stub:
+            if explicit else "") + (", routed experts stubbed" if stub else "") + (
+            ", text decoder (get_decoder()) run alone" if decoder else "")
+        if decoder:
+            notes.append(f"the wrapper's meta forward failed ({errors[0]}); the cache was read "
+                         "from its text decoder (get_decoder()) run alone")
+        elif explicit or stub:
             notes.append(f"the plain meta forward failed ({errors[0]}); " + (
                 "the cache was passed explicitly; " if explicit else "") + (
                 "routed-expert forwards were replaced by a zero stub (routing is data-dependent "
                 "on the meta device; the cache does not depend on it)" if stub else ""))
         entry.update(summarize_cache(desc))
-        entry["cache_layers"] = desc.get("stacks")
         break
     else:
         entry["cache_source"] = None
         entry["cache_error"] = errors
+    if entry.get("mtp_layers_in_config") and not mtp_built:
+        entry["mtp_note"] = ("transformers does not build the multi-token-prediction layers the "
+                             "config names; every total here leaves them out (checkpoints hold "
+                             "them)")
     entry["versions"] = versions()
     entry["notes"] = notes + list(meta.get("notes", []))
-    for key in ("source", "config_kind", "confidence", "checkpoint"):
+    for key in ("source", "config_kind", "confidence", "doubts", "checkpoint"):
         if key in meta:
             entry[key] = meta[key]
     return entry
+
+
+def write_defaults(folder: Path, model_types: list[str]) -> None:
+    """Write each configuration class's own defaults (XConfig().to_dict()) as <type>.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for model_type in model_types:
+        config = CONFIG_MAPPING[model_type]()
+        cls = model_class(config, {}, [])
+        data = config.to_dict()
+        data["architectures"] = [cls.__name__]
+        data.pop("transformers_version", None)
+        (folder / f"{model_type}.json").write_text(json.dumps(data, indent=2) + "\n")
+        print(f"wrote {folder / model_type}.json ({cls.__name__})", file=sys.stderr)
 
 
 def collect(args: list[str]) -> list[tuple[Path, dict[str, Any]]]:
@@ -633,7 +689,13 @@ def main() -> int:
     parser.add_argument("paths", nargs="+", help="config.json files or folders of them")
     parser.add_argument("--out", help="write the JSON list here (default: stdout)")
     parser.add_argument("--only", help="regex on file names to count")
+    parser.add_argument("--write-defaults", metavar="FOLDER",
+                        help="instead of counting, write the defaults of the configuration "
+                        "classes named by model_type in PATHS to FOLDER")
     args = parser.parse_args()
+    if args.write_defaults:
+        write_defaults(Path(args.write_defaults), args.paths)
+        return 0
     hf_logging.set_verbosity_error()
     # Routing picks experts by data; on the meta device nonzero() may assume every element is
     # non-zero (all experts run), which leaves cache shapes unchanged.
