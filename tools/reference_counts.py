@@ -383,14 +383,45 @@ def cache_layers(cache: Any) -> dict[str, list[Any]]:
     if hasattr(cache, "self_attention_cache"):
         return {"self_attention": list(cache.self_attention_cache.layers),
                 "cross_attention": list(cache.cross_attention_cache.layers)}
-    return {"decoder": list(getattr(cache, "layers", []))}
+    layers = list(getattr(cache, "layers", []))
+    # Some caches keep per-layer state beside `layers` (MiniMax's `linear_cache` list).
+    for attr, value in vars(cache).items():
+        if attr != "layers" and isinstance(value, list) and any(map(torch.is_tensor, value)):
+            for i, item in enumerate(value):
+                if i == len(layers):
+                    layers.append(LayerView(None, {}))
+                if torch.is_tensor(item):
+                    layers[i] = LayerView(layers[i], {f"cache.{attr}": item})
+    return {"decoder": layers}
+
+
+class NoCacheLayer:
+    """Stands for a layer index the cache's `layers` list does not reach."""
+
+
+class LayerView:
+    """A cache layer plus tensors its cache keeps for it elsewhere."""
+
+    def __init__(self, layer: Any, extra: dict[str, torch.Tensor]) -> None:
+        if isinstance(layer, LayerView):
+            self.__dict__.update(vars(layer))
+        elif layer is not None:
+            self.__dict__.update(vars(layer))
+            self.kind = type(layer)
+        else:
+            self.kind = NoCacheLayer
+        self.__dict__.update(extra)
+
+
+def kind(layer: Any) -> type:
+    return layer.kind if isinstance(layer, LayerView) else type(layer)
 
 
 def layer_tensors(layer: Any) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     """Every tensor a cache layer holds, once each, and aliases (`values` that is `keys`)."""
     out: dict[str, torch.Tensor] = {}
     for key, value in vars(layer).items():
-        if key in NON_STATE_TENSORS:
+        if key in NON_STATE_TENSORS or key == "kind":
             continue
         items = value.items() if isinstance(value, dict) else (
             enumerate(value) if isinstance(value, (list, tuple)) else None)
@@ -435,7 +466,7 @@ def growth(first: list[Any], second: list[Any], tokens: int) -> list[dict[str, A
     rows = []
     for i, (layer, later) in enumerate(zip(first, second, strict=True)):
         (a, aliases), (b, _) = layer_tensors(layer), layer_tensors(later)
-        row: dict[str, Any] = {"layer": i, "cache_layer": type(layer).__name__}
+        row: dict[str, Any] = {"layer": i, "cache_layer": kind(layer).__name__}
         window = getattr(layer, "sliding_window", None)
         if isinstance(window, int):
             row["sliding_window"] = window
@@ -480,8 +511,8 @@ def describe_cache(model: Any, encoder_decoder: bool, explicit: bool,
     rows = growth(first["decoder"], cache_layers(forward_cache(
         model, 3, explicit=explicit, decoder=decoder))["decoder"], 2)
     result: dict[str, Any] = {"cache_class": type(one).__name__, "stacks": {"decoder": rows}}
-    custom = sorted({type(layer).__name__ for layer in first["decoder"]
-                     if type(layer).__module__ != STANDARD_CACHE_MODULE})
+    custom = sorted({kind(layer).__name__ for layer in first["decoder"]
+                     if kind(layer).__module__ != STANDARD_CACHE_MODULE})
     if custom:
         short, long = (cache_layers(forward_cache(
             model, n, explicit=explicit, decoder=decoder))["decoder"] for n in LONG_RUN)
