@@ -6,6 +6,8 @@
 - data/transformers-defaults: each configuration class's own defaults.
 - data/oracle-totals.json: totals for the last three, computed by instantiating each config
   with transformers on PyTorch's meta device.
+- data/configs-2026, data/configs-2026-more, data/transformers-defaults-2026: this year's
+  architectures; data/oracle-2026.json: their figures (tools/reference_counts.py).
 """
 
 from __future__ import annotations

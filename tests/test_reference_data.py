@@ -1,0 +1,74 @@
+"""The reference figures of this year's architectures are well-formed and point at real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+ORACLE = DATA / "oracle-2026.json"
+FOLDERS = ("configs-2026", "configs-2026-more", "transformers-defaults-2026")
+
+
+def entries() -> list[dict[str, object]]:
+    return list(json.loads(ORACLE.read_text()))
+
+
+def config_path(name: str) -> Path:
+    hits = [DATA / folder / name for folder in FOLDERS if (DATA / folder / name).exists()]
+    assert len(hits) == 1, f"{name}: expected in exactly one of {FOLDERS}, found {hits}"
+    return hits[0]
+
+
+def test_every_entry_names_one_config_file() -> None:
+    names = [str(e["file"]) for e in entries()]
+    assert len(names) == len(set(names))
+    for name in names:
+        assert json.loads(config_path(name).read_text())["model_type"]
+
+
+def test_every_config_file_has_an_entry() -> None:
+    names = {str(e["file"]) for e in entries()}
+    for folder in FOLDERS:
+        for path in (DATA / folder).glob("*.json"):
+            if path.name != "index.json":
+                assert path.name in names, f"{folder}/{path.name} has no entry in {ORACLE.name}"
+
+
+def test_totals_are_positive_integers_or_a_stated_error() -> None:
+    for e in entries():
+        if "error" in e:
+            assert isinstance(e["error"], str) and e["error"]
+            continue
+        for key in ("total_params", "total_params_no_embed", "input_embedding_params"):
+            value = e[key]
+            assert isinstance(value, int) and not isinstance(value, bool) and value > 0, (
+                e["file"], key, value)
+        assert e["total_params_no_embed"] < e["total_params"]
+
+
+def test_moe_figures_are_consistent() -> None:
+    for e in entries():
+        if "num_experts" not in e or e.get("active_params") is None:
+            continue
+        per = e["params_per_routed_expert"]
+        if isinstance(per, int) and isinstance(e["num_experts"], int):
+            inactive = (e["num_experts"] - e["experts_per_token"]) * per * e["moe_layers"]
+            assert e["active_params"] == e["total_params"] - inactive, e["file"]
+
+
+def test_versions_are_recorded() -> None:
+    for e in entries():
+        versions = e["versions"]
+        assert isinstance(versions, dict)
+        assert versions["transformers"] == "5.24.0"
+        assert str(versions["torch"]).startswith("2.13.0")
+
+
+def test_more_configs_are_indexed_with_their_source() -> None:
+    index = json.loads((DATA / "configs-2026-more" / "index.json").read_text())
+    listed = {e["file"] for e in index}
+    on_disk = {p.name for p in (DATA / "configs-2026-more").glob("*.json")} - {"index.json"}
+    assert listed == on_disk
+    for e in index:
+        assert e["repository"] and len(e["commit"]) == 40 and e["confidence"]
