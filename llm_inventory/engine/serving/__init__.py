@@ -13,6 +13,7 @@ from llm_inventory.engine.serving.base import (
     EngineSettings,
     KvCapacity,
     KvLayer,
+    LaunchCommand,
     LaunchSettings,
     PoolLayout,
     ReserveEstimate,
@@ -87,7 +88,8 @@ def all_eras() -> list[ServingEngine]:
     return [_module(module) for _, _, module in ERAS] + list(_extra.values())
 
 
-__all__ = ["ERAS", "EngineSettings", "KvCapacity", "KvLayer", "LaunchSettings", "PoolLayout",
+__all__ = ["ERAS", "EngineSettings", "KvCapacity", "KvLayer", "LaunchCommand", "LaunchSettings",
+           "PoolLayout",
            "ReserveEstimate",
            "ServingEngine", "StageShape", "all_eras", "get", "names", "register",
            "unregister"]

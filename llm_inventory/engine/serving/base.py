@@ -61,6 +61,35 @@ class EngineSettings(BaseModel):
     flags: dict[str, FlagValue] = Field(default_factory=dict)
 
 
+class LaunchCommand(BaseModel):
+    """An engine's own launch command line, read back: where it runs and what it asks for.
+
+    `context` None means the engine's default (the model's own limit, for most engines).
+    `understood` lists the flags the reader used, `ignored` those it does not model (never
+    fatal: an unknown flag is listed, not refused).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: str  # the registry name: vllm, sglang, trtllm, llamacpp
+    version: str | None = None  # when the command line says (e.g. a pinned image tag)
+    model: str  # the model id or path as given
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int | None = None
+    context: int | None = None
+    dtype: str | None = None
+    kv_dtype: str | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    block_size: int | None = None
+    memory_fraction: float | None = None
+    flags: dict[str, FlagValue] = Field(default_factory=dict)
+    understood: list[str] = Field(default_factory=list)
+    ignored: list[str] = Field(default_factory=list)
+
+
 class ReserveEstimate(BaseModel):
     """The reserve one worker holds, by part, in bytes. An estimate."""
 
@@ -230,6 +259,25 @@ class ServingEngine(ABC):
         keys = [(m[2] if lay.keeps_state else float("inf"), pool)
                 for m, lay, pool in zip(measures, layouts, pools, strict=True)]
         return min(range(len(keys)), key=keys.__getitem__)
+
+    # --- its own command line --------------------------------------------------------------
+
+    # Argument prefixes that start this engine: ("vllm", "serve"),
+    # ("python", "-m", "sglang.launch_server") … `inventory launch` picks the engine by them.
+    programs: ClassVar[tuple[tuple[str, ...], ...]] = ()
+
+    def parse_launch(self, argv: list[str]) -> LaunchCommand:
+        """Read the engine's own command line (after its program prefix). Raises InputError
+        for a malformed one (a flag missing its value, a value it refuses)."""
+        from llm_inventory.errors import InputError
+
+        raise InputError("launch", f"{self.label} command lines are not read yet")
+
+    def startup_error(self, capacity: KvCapacity, pool_bytes: int,
+                      settings: EngineSettings) -> str | None:
+        """The error the engine stops with at start-up for this pool, in its own words (None:
+        it starts)."""
+        return None
 
     # --- what it prints -------------------------------------------------------------------
 
