@@ -81,7 +81,10 @@ class ModelFacts:
         """Layer index ranges of each stage, as the engine partitions them; past the layer
         count (illegal, still sized) one layer per stage and empty stages after."""
         if pp not in self._ranges:
-            if pp > self.layers:
+            own = self.engine.stage_ranges(self.layers, pp, self.settings)
+            if own is not None:
+                self._ranges[pp] = own
+            elif pp > self.layers:
                 self._ranges[pp] = [range(min(i, self.layers), min(i + 1, self.layers))
                                     for i in range(pp)]
             else:
@@ -137,6 +140,9 @@ class ModelFacts:
         """Weight bytes one rank of each pipeline stage holds (the engine's extras included)."""
         layout = self.layout
         ranges = self.ranges(pp)
+        own = self.engine.stage_weights(layout, ranges, self.settings)
+        if own is not None:
+            return own
         if layout.coarse_total is not None:
             dense = layout.coarse_total - layout.coarse_experts
             experts = layout.coarse_experts
@@ -181,6 +187,8 @@ class ModelFacts:
             widest_per_token=_widest(s, tp, ep) if s is not None else 0,
             moe_workspace_per_token=self._moe_workspace(tp, ep),
             activation_bits=self.act_bits,
+            heads=(s.heads or 0) // tp if s is not None else 0,
+            head_dim=s.k_dim if s is not None else 0, layers=self.layers,
         )
 
     def reserve(self, tp: int, pp: int, ep: int, stage: int) -> ReserveEstimate:
@@ -271,7 +279,9 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         layout=weight_layout(spec, weight_dtype, quant, engine, request.dtype is None),
         kv_dtype=kv,
         act_bits=DTYPE_BITS[activation_dtype(spec)],
-        state=state_layers(spec), stack=stack, layers=layers, moe=moe, experts=experts,
+        state=engine.state_layers(spec, state_layers(spec), settings), stack=stack,
+        layers=layers,
+        moe=moe, experts=experts,
         has_encoder=spec.encoder is not None and spec.family.decodes,
         dense_mlp=stack is not None and stack.mlp != "none" and (
             moe is None or any(not moe.is_moe_layer(i) for i in range(layers))),

@@ -42,7 +42,8 @@ class Judge:
 
     def __call__(self, shape: Shape) -> Verdict:
         parts = (self.tp(shape.tp), self.pp(shape.pp), self.ep(shape.tp, shape.ep))
-        return Verdict([r for p in parts for r in p.reasons],
+        engine = self.facts.engine.split_limits(shape.tp, shape.pp, shape.ep)
+        return Verdict([r for p in parts for r in p.reasons] + engine,
                        [w for p in parts for w in p.warnings])
 
     def tp(self, tp: int) -> Verdict:

@@ -91,6 +91,16 @@ class DeviceFit(BaseModel):
     workload_bytes: int  # `concurrency` requests at `context`
 
 
+class HostFit(BaseModel):
+    """What an engine that offloads part of the model keeps in host RAM, in bytes."""
+
+    layers: int
+    weight_bytes: int
+    kv_bytes: int
+    compute_bytes: int
+    total_bytes: int
+
+
 class Plan(BaseModel):
     tp: int
     pp: int
@@ -117,6 +127,7 @@ class Plan(BaseModel):
     kv_handover_bytes: int | None = None
     timing: Timing | None = None  # roofline estimate for one replica
     startup: list[str] = Field(default_factory=list)  # the engine's lines, binding worker
+    host: HostFit | None = None  # engines that keep layers in host RAM (llama.cpp)
 
 
 class WidthSummary(BaseModel):

@@ -9,6 +9,7 @@ from llm_inventory.engine.placement.facts import ModelFacts
 from llm_inventory.engine.placement.fit import Sized, why_not
 from llm_inventory.engine.placement.models import (
     DeviceFit,
+    HostFit,
     Plan,
     RefusedSplit,
     SmallestFit,
@@ -17,6 +18,7 @@ from llm_inventory.engine.placement.models import (
 )
 from llm_inventory.engine.roofline import Timing, roofline
 from llm_inventory.engine.routing import expected_distinct_experts
+from llm_inventory.engine.serving.base import PoolLayout
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
@@ -74,7 +76,7 @@ class Reporter:
                 weight_bytes=sized.weights[b],
                 reserve_bytes=reserve.reserve_bytes,
                 reserve=reserve,
-                kv_pool_bytes=max(0, sized.pools[b]),
+                kv_pool_bytes=sized.layouts[b].allocated(sized.pools[b]),
                 kv_capacity_tokens=cap.tokens,
                 kv_blocks=cap.blocks,
                 kv_bytes_per_token=cap.bytes_per_token,
@@ -84,20 +86,56 @@ class Reporter:
             stages=[StageFit(stage=i, layers=len(sized.ranges[i]),
                              weight_bytes=sized.weights[i],
                              reserve_bytes=sized.reserves[i].reserve_bytes,
-                             kv_pool_bytes=max(0, sized.pools[i]),
+                             kv_pool_bytes=sized.layouts[i].allocated(sized.pools[i]),
                              kv_blocks=sized.measures[i][0],
                              kv_capacity_tokens=sized.measures[i][1])
                     for i in range(len(sized.weights))],
             experts_per_rank=sized.experts_per_rank,
             kv_handover_bytes=handover,
             timing=timing,
-            startup=facts.engine.startup_lines(cap, sized.pools[b], facts.settings)
+            startup=facts.engine.plan_startup_lines(
+                [lay.capacity(pool) for lay, pool in zip(sized.layouts, sized.pools,
+                                                         strict=True)],
+                sized.layouts, sized.pools, b, facts.settings, self.host_layout(sized))
             if facts.state else [],
+            host=self.host(sized),
         )
+
+    def host_layout(self, sized: Sized) -> PoolLayout | None:
+        """The caches of the layers the engine keeps in host RAM (None: none)."""
+        facts, shape = self.facts, sized.shape
+        share = facts.engine.host_share(facts.layout, sized.ranges,
+                                        facts.stage_shape(shape.tp, shape.pp, shape.ep, 0),
+                                        facts.settings)
+        if share is None or not len(share[0]):
+            return None
+        return facts.pool_layout(1, share[0].start, share[0].stop)
+
+    def host(self, sized: Sized) -> HostFit | None:
+        """What the engine keeps in host RAM for this plan (None: nothing)."""
+        facts = self.facts
+        shape = sized.shape
+        share = facts.engine.host_share(facts.layout, sized.ranges,
+                                        facts.stage_shape(shape.tp, shape.pp, shape.ep, 0),
+                                        facts.settings)
+        if share is None:
+            return None
+        layers, weights, compute = share
+        kv = 0
+        if len(layers):
+            # the host holds what its layers' caches take, whatever the room
+            kv = facts.pool_layout(1, layers.start, layers.stop).allocated(2**62)
+        return HostFit(layers=len(layers), weight_bytes=weights, kv_bytes=kv,
+                       compute_bytes=compute, total_bytes=weights + kv + compute)
 
     def longest_context(self, sized: Sized) -> int:
         """The longest max_model_len one request fits, over every stage (0: none)."""
         facts = self.facts
+        own = [facts.engine.longest_context(facts.kv_layers(sized.shape.tp, r.start, r.stop),
+                                            pool, facts.settings, facts.context)
+               for r, pool in zip(sized.ranges, sized.pools, strict=True)]
+        if all(x is not None for x in own):
+            return min(x for x in own if x is not None)
         return min(
             longest_context(facts.kv_layers(sized.shape.tp, r.start, r.stop), pool,
                             block_size=facts.settings.block_size,

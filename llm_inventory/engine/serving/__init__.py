@@ -26,6 +26,9 @@ from llm_inventory.errors import InputError
 # an engine is its default. Versions compare as dotted integers.
 ERAS: tuple[tuple[str, str, str], ...] = (
     ("vllm", "0.11", "vllm"),
+    ("llamacpp", "7880", "llamacpp"), ("llamacpp", "7000", "llamacpp_b7000"),
+    ("llamacpp", "5913", "llamacpp_b5913"), ("llamacpp", "5300", "llamacpp_b5300"),
+    ("llamacpp", "2862", "llamacpp_b2862"), ("ik_llama", "1", "llamacpp_ik"),
 )
 
 _loaded: dict[str, ServingEngine] = {}
@@ -42,7 +45,7 @@ def _module(module: str) -> ServingEngine:
 
 
 def _version(text: str, field: str) -> tuple[int, ...]:
-    parts = text.strip().lstrip("v").split(".")
+    parts = text.strip().lstrip("vb").split(".")
     if not text.strip() or not all(p.isdigit() for p in parts):
         raise InputError(field, f"version {text!r} is not a dotted number such as 0.19")
     return tuple(int(p) for p in parts)

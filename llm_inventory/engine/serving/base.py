@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,9 @@ from llm_inventory.engine import kinds
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.device_weights import WeightLayout
 
 FlagValue = str | int | float | bool
 
@@ -108,6 +111,11 @@ class KvLayer:
     window: int | None = None
     bytes_per_token: int = 0
     fixed_bytes: int = 0
+    # Elements behind those bytes, for engines that type K and V apart (llama.cpp): K and
+    # V per token on the rank (an MLA latent counts as K), and the fixed state's.
+    k_elements: int = 0
+    v_elements: int = 0
+    fixed_elements: int = 0
 
 
 def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
@@ -118,8 +126,15 @@ def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
     fixed = kind.fixed_bytes(run, own_dtype, tp)
     if not per_token and not fixed:
         return None
+    elements = kind.token_elements(run, tp)
+    heads = kind.heads_per_device(run, tp)
+    k_elements, v_elements = elements, 0
+    if heads and run.k_head_dim + run.v_head_dim and heads * (
+            run.k_head_dim + run.v_head_dim) == elements:
+        k_elements, v_elements = heads * run.k_head_dim, heads * run.v_head_dim
     return KvLayer(kind=run.kind, window=run.window, bytes_per_token=per_token,
-                   fixed_bytes=fixed)
+                   fixed_bytes=fixed, k_elements=k_elements, v_elements=v_elements,
+                   fixed_elements=-(-run.state_elements // tp) if fixed else 0)
 
 
 def device_layers_by_index(
@@ -151,6 +166,7 @@ class KvCapacity(BaseModel):
     request_blocks: int  # blocks one request at max_model_len needs
     page_bytes: int  # bytes of one block id
     fixed_bytes_per_request: int
+    kv_bytes: int | None = None  # what an engine that allocates a fixed amount asks for
 
 
 class PoolLayout(ABC):
@@ -171,6 +187,11 @@ class PoolLayout(ABC):
     def keeps_state(self) -> bool:
         return bool(self.page or self.fixed)
 
+    def allocated(self, pool_bytes: int) -> int:
+        """Bytes the engine allocates for KV out of a pool of `pool_bytes` (all of it, for an
+        engine that sizes its pool from free memory)."""
+        return max(0, pool_bytes)
+
 
 @dataclass(frozen=True)
 class StageShape:
@@ -188,6 +209,9 @@ class StageShape:
     widest_per_token: int  # activation elements per token of the widest layer on one rank
     moe_workspace_per_token: int  # fused-MoE workspace elements per token (0: none)
     activation_bits: int
+    heads: int = 0  # attention heads on one rank (score-matrix workspaces)
+    head_dim: int = 0
+    layers: int = 0  # decoder layers of the whole model
 
 
 class ServingEngine(ABC):
@@ -210,6 +234,16 @@ class ServingEngine(ABC):
     def context_limit(self, spec: ModelSpec) -> int | None:
         """The longest max_model_len the engine accepts for `spec` (None: no limit known)."""
         return spec.max_context
+
+    def state_layers(self, spec: ModelSpec, layers: tuple[StateLayer, ...],
+                     settings: EngineSettings) -> tuple[StateLayer, ...]:
+        """The state the engine keeps for `spec`, from the model's own `layers` (by default
+        the same; an engine that caches a layer kind its own way says so here)."""
+        return layers
+
+    def split_limits(self, tp: int, pp: int, ep: int) -> list[str]:
+        """Why the engine cannot run a split at all (none by default)."""
+        return []
 
     def pp_partition(self, layers: int, pp: int) -> list[int]:
         """Layers per pipeline stage (vLLM's rule by default; see `engine/parallel.py`)."""
@@ -251,6 +285,37 @@ class ServingEngine(ABC):
     @abstractmethod
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
         """How one worker's pool is cut for its layers' state."""
+
+    def stage_ranges(self, layers: int, pp: int,
+                     settings: EngineSettings) -> list[range] | None:
+        """Layer ranges the devices of each stage hold, for an engine that lays layers out
+        its own way (None: `pp_partition`, every layer on some stage)."""
+        return None
+
+    def stage_weights(self, layout: WeightLayout, ranges: Sequence[range],
+                      settings: EngineSettings) -> list[int] | None:
+        """Weight bytes each stage's device holds, for an engine that places tensors its own
+        way (None: the placement's own sharding rules)."""
+        return None
+
+    def host_share(self, layout: WeightLayout, ranges: Sequence[range], shape: StageShape,
+                   settings: EngineSettings) -> tuple[range, int, int] | None:
+        """(layers, weight bytes, compute-buffer bytes) the engine keeps in host RAM, for the
+        stages' `ranges` (None: nothing)."""
+        return None
+
+    def longest_context(self, layers: Sequence[KvLayer], pool_bytes: int,
+                        settings: EngineSettings, upper: int) -> int | None:
+        """The longest context one request fits in a pool (None: the paged rule)."""
+        return None
+
+    def plan_startup_lines(self, capacities: Sequence[KvCapacity],
+                           layouts: Sequence[PoolLayout], pools: Sequence[int], binding: int,
+                           settings: EngineSettings,
+                           host: PoolLayout | None = None) -> list[str]:
+        """Start-up lines for every stage of a plan, and the layers kept in host RAM (by
+        default the binding worker's lines)."""
+        return self.startup_lines(capacities[binding], pools[binding], settings)
 
     def binding_stage(self, measures: Sequence[tuple[int, int, float]],
                       layouts: Sequence[PoolLayout], pools: Sequence[int]) -> int:

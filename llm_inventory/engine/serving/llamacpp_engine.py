@@ -1,0 +1,635 @@
+"""llama.cpp as a serving engine: its settings, layer offload, compute buffers and lines.
+
+The KV memory rules are in `llamacpp_rules.py`; each era module (`llamacpp.py`,
+`llamacpp_b7000.py` …) is this engine at the first build of its era. Rules, from llama.cpp's
+source (ggml-org/llama.cpp):
+
+- Layer offload (`llama_model::load_tensors`, src/llama-model.cpp): the last
+  `-ngl` layers go to the GPUs (`i_gpu_start = max(n_layer − ngl, 0)`), the output layer
+  too when `-ngl` exceeds the layer count; the input embeddings always stay on the CPU;
+  layer `il` goes to the GPU whose cumulative `-ts` share first exceeds
+  `(il − i_gpu_start) ÷ min(ngl, n_layer + 1)` (by free memory when `-ts` is not given:
+  evenly, on identical devices). A tied output duplicates the embedding table on its GPU.
+  `--n-cpu-moe N` keeps the expert tensors of the first N layers on the CPU
+  (common/arg.cpp, tensor buffer overrides). A layer's KV lives where the layer does.
+- Splits: by layer (`-sm layer`, the default); row split and expert parallelism are not
+  modelled.
+- Defaults (common/common.h `common_params`): `-ub 512`, `-b 2048`, f16 cache; from b7000
+  (the era of PR #17046) `-fa auto`, every layer offloaded and llama-server's 4 unified
+  slots; before, flash attention off, no layer offloaded and one slot; from b7880 `-c 0`
+  (the model's training context), before 4096. ik_llama.cpp: `-fa` on, `-mla 3`
+  (`gpt_params`, common/common.h).
+- Compute buffers: the worst-case graph at `n_ubatch` tokens (`llama_context::graph_reserve`)
+  — an estimate: the largest of the f32 logits (the device holding the output), the f32
+  score matrix n_kv × n_ubatch × heads without flash attention, and the widest MLP
+  activations, plus the attention output; with a CUDA context per device.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from llm_inventory.engine.kinds.base import StateLayer
+from llm_inventory.engine.serving import llamacpp_rules as kv
+from llm_inventory.engine.serving.base import (
+    EngineSettings,
+    FlagValue,
+    KvCapacity,
+    KvLayer,
+    LaunchCommand,
+    LaunchSettings,
+    PoolLayout,
+    ReserveEstimate,
+    ServingEngine,
+    StageShape,
+)
+from llm_inventory.engine.serving.ggml_types import FILE_TYPES, GGML_TYPES, kv_cache_type
+from llm_inventory.errors import InputError
+from llm_inventory.spec.devices import Device
+from llm_inventory.spec.model import ModelSpec
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.device_weights import WeightLayout
+
+MIB = 2**20
+GIB = 2**30
+CUDA_CONTEXT = 300 * MIB  # CUDA context and cuBLAS workspace per device (an estimate)
+ALL = -1  # n_gpu_layers: every layer
+
+FLAGS = ("ctx_size", "n_gpu_layers", "cache_type_k", "cache_type_v", "parallel",
+         "ubatch_size", "batch_size", "flash_attn", "swa_full", "n_cpu_moe", "tensor_split",
+         "split_mode", "kv_unified", "mla_use")
+
+
+def _f32(x: float) -> float:
+    """`x` rounded to float32, as llama.cpp computes its split points."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def split_points(shares: Sequence[float]) -> list[float]:
+    """Cumulative, normalised split points of `-ts` shares, in float32."""
+    total, points = 0.0, []
+    for share in shares:
+        total = _f32(total + share)
+        points.append(total)
+    return [_f32(p / total) for p in points]
+
+
+def layer_devices(n_layer: int, n_gpu_layers: int, shares: Sequence[float]) -> list[int | None]:
+    """The GPU of each layer and of the output layer (index n_layer); None: the CPU."""
+    ngl = n_layer + 1 if n_gpu_layers < 0 else n_gpu_layers
+    start = max(n_layer - ngl, 0)
+    active = min(ngl, n_layer + 1) if shares else 0
+    points = split_points(shares) if shares else []
+    out: list[int | None] = []
+    for il in range(n_layer + 1):
+        if il < start or il - start >= active:
+            out.append(None)
+            continue
+        x = _f32((il - start) / active)
+        out.append(min(next((i for i, p in enumerate(points) if p > x), len(points) - 1),
+                       len(points) - 1))
+    return out
+
+
+def _shares(settings: EngineSettings, gpus: int) -> list[float]:
+    text = str(settings.flags.get("tensor_split") or "")
+    given = [float(x) for x in text.replace("/", ",").split(",") if x.strip()] if text else []
+    if not given or not any(given):
+        return [1.0] * gpus
+    return (given + [0.0] * gpus)[:gpus]
+
+
+class LlamaCpp(ServingEngine):
+    """llama.cpp at build `build` (see the module and `llamacpp_rules.py`)."""
+
+    name = "llamacpp"
+    fork: ClassVar[str] = "upstream"
+    build: ClassVar[int] = 7880
+    versions = "b7880 onward"
+    version = "7880"
+    label = "llama.cpp b7880"
+    summary = ("KV = cells × Σ cached layers (K row + V row) in the cache types, no profiling; "
+               "layers offloaded with -ngl, split by -ts; compute buffers estimated")
+    rules = (
+        ("KV = Σ layers ggml_row_size(type_k, n_embd_k_gqa) + ggml_row_size(type_v, …) per "
+         "cell × cells × streams", "src/llama-kv-cache.cpp llama_kv_cache::llama_kv_cache"),
+        ("cells: n_ctx padded to 256 (from b7000), else 256 with flash attention, 32 "
+         "without; pad(n_ctx ÷ n_seq) per stream when the cache is split",
+         "src/llama-context.cpp llama_context::llama_context; src/llama-model.cpp "
+         "create_memory; src/llama-kv-cache.cpp get_padding"),
+        ("sliding layers: pad(min(n_ctx, n_swa × n_seq + n_ubatch), 256) cells unless "
+         "--swa-full", "src/llama-kv-cache-iswa.cpp llama_kv_cache_iswa"),
+        ("MLA: one latent row (kv_lora_rank + rope) as K, no V from b7880, V = the "
+         "kv_lora_rank latent from b5140", "src/llama-kv-cache.cpp (PR #19067, #12801)"),
+        ("recurrent state: R and S rows in f32 per sequence",
+         "src/llama-memory-recurrent.cpp llama_memory_recurrent"),
+        ("quantized cache types by ggml blocks (q8_0: 34 bytes per 32 values)",
+         "ggml/src/ggml.c type_traits"),
+        ("offload: the last -ngl layers on the GPUs, split by -ts; embeddings on the CPU; "
+         "--n-cpu-moe keeps the first N layers' experts on the CPU",
+         "src/llama-model.cpp llama_model::load_tensors; common/arg.cpp"),
+        ("compute buffers: worst-case graph at n_ubatch (estimate: logits, score matrix, "
+         "MLP activations)", "src/llama-context.cpp llama_context::graph_reserve"),
+    )
+    programs: ClassVar[tuple[tuple[str, ...], ...]] = (
+        ("llama-server",), ("./llama-server",), ("llama-cli",), ("./llama-cli",),
+        ("./build/bin/llama-server",), ("./build/bin/llama-cli",))
+
+    # --- defaults of this build -----------------------------------------------------------
+
+    @classmethod
+    def upstream(cls, at: int) -> bool:
+        return cls.fork == "upstream" and cls.build >= at
+
+    @classmethod
+    def defaults(cls) -> dict[str, FlagValue]:
+        """The settings this build uses when the command line leaves them out."""
+        modern = cls.upstream(7000)
+        ik = cls.fork == "ik"
+        return {
+            "ctx_size": 0 if cls.upstream(7880) or ik else 4096,
+            "n_gpu_layers": ALL if modern else 0,
+            "cache_type_k": "f16", "cache_type_v": "f16",
+            "parallel": 4 if modern else 1,
+            "kv_unified": modern,
+            "ubatch_size": 512, "batch_size": 2048,
+            "flash_attn": "auto" if modern else ("on" if ik else "off"),
+            "swa_full": False, "n_cpu_moe": 0, "tensor_split": "", "split_mode": "layer",
+            "mla_use": 3 if ik else 0,
+        }
+
+    # --- settings -------------------------------------------------------------------------
+
+    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
+        unknown = sorted(set(asked.flags) - set(FLAGS))
+        if unknown:
+            raise InputError("engine_flags", f"{self.label} has no setting "
+                             + ", ".join(unknown) + "; known: " + ", ".join(FLAGS))
+        if asked.memory_fraction is not None:
+            raise InputError("gpu_memory_utilization", f"{self.label} sizes its caches from "
+                             "the context, not from a memory fraction; leave it out")
+        flags = {**self.defaults(), **asked.flags}
+        if asked.max_num_seqs is not None:
+            flags["parallel"] = asked.max_num_seqs
+        if asked.max_num_batched_tokens is not None:
+            flags["batch_size"] = asked.max_num_batched_tokens
+        for key in ("cache_type_k", "cache_type_v"):
+            flags[key] = kv_cache_type(str(flags[key]), key)
+        fa = str(flags["flash_attn"]).lower()
+        fa = {"1": "on", "true": "on", "0": "off", "false": "off"}.get(fa, fa)
+        if fa not in ("on", "off", "auto"):
+            raise InputError("flash_attn", f"{flags['flash_attn']!r}: use on, off or auto")
+        flags["flash_attn"] = fa
+        for key in ("n_gpu_layers", "parallel", "ubatch_size", "batch_size", "n_cpu_moe",
+                    "ctx_size", "mla_use"):
+            flags[key] = _integer(flags[key], key)
+        if int(flags["parallel"]) < 1:
+            raise InputError("parallel", "needs at least one sequence")
+        flags["ubatch_size"] = min(int(flags["ubatch_size"]), int(flags["batch_size"]))
+        if str(flags["split_mode"]) not in ("layer", "none", "row"):
+            raise InputError("split_mode", "use layer, row or none")
+        _shares_checked(str(flags["tensor_split"]))
+        n_seq = int(flags["parallel"])
+        unified = bool(flags["kv_unified"])
+        if not int(flags["ctx_size"]):
+            flags["ctx_size"] = asked.context if unified else asked.context * n_seq
+        resolved = self.resolved(flags)
+        cells, streams, n_ctx = kv.context_cells(resolved)
+        return EngineSettings(
+            max_model_len=cells if streams > 1 or not unified else n_ctx,
+            max_num_batched_tokens=int(flags["batch_size"]), max_num_seqs=n_seq,
+            block_size=kv.kv_padding(resolved), memory_fraction=1.0,
+            kv_dtype=str(flags["cache_type_k"]), flags=flags)
+
+    def resolved(self, flags: dict[str, FlagValue]) -> kv.Resolved:
+        return kv.Resolved(
+            build=self.build, fork=self.fork, n_ctx=int(flags["ctx_size"]),
+            n_seq=int(flags["parallel"]), unified=bool(flags["kv_unified"]),
+            n_ubatch=int(flags["ubatch_size"]), flash_attn=flags["flash_attn"] != "off",
+            type_k=str(flags["cache_type_k"]), type_v=str(flags["cache_type_v"]),
+            swa_full=bool(flags["swa_full"]), mla=int(flags["mla_use"]))
+
+    def context_limit(self, spec: ModelSpec) -> int | None:
+        return None  # llama.cpp serves past the training context (it warns)
+
+    def split_limits(self, tp: int, pp: int, ep: int) -> list[str]:
+        reasons = []
+        if tp > 1:
+            reasons.append(f"{self.label} splits by layer (-sm layer); tensor parallelism "
+                           "(-sm row) is not modelled")
+        if ep > 1:
+            reasons.append(f"{self.label} has no expert parallelism")
+        return reasons
+
+    # --- what it caches -------------------------------------------------------------------
+
+    def state_layers(self, spec: ModelSpec, layers: tuple[StateLayer, ...],
+                     settings: EngineSettings) -> tuple[StateLayer, ...]:
+        """The layers as llama.cpp caches them: MLA as one "head" of the latent, with or
+        without the V copy, or every head in full (see `llamacpp_rules.py`); sliding
+        layers in full for the architectures whose window llama.cpp does not load."""
+        stack = spec.decoder
+        if _model_type(spec) in NO_WINDOW:
+            layers = tuple(run.model_copy(update={"kind": "full", "window": None})
+                           if run.window is not None else run for run in layers)
+        if stack is None or stack.mla is None:
+            return layers
+        m = stack.mla
+        latent = m.kv_lora_rank + m.qk_rope_head_dim
+        if self.fork == "ik":
+            mode = int(settings.flags.get("mla_use", 3))
+            fa = settings.flags.get("flash_attn") != "off"
+            shape = ((stack.heads or 1, m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim)
+                     if mode == 0 else (1, latent, m.kv_lora_rank if mode == 1 and not fa
+                                        else 0))
+        elif self.build >= 7880:
+            shape = (1, latent, 0)
+        elif self.build >= 5140:
+            shape = (1, latent, m.kv_lora_rank)
+        else:
+            shape = (stack.heads or 1, m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim)
+        heads, k_dim, v_dim = shape
+        return tuple(
+            StateLayer(kind="full", first=run.first, count=run.count, kv_heads=heads,
+                       k_head_dim=k_dim, v_head_dim=v_dim) if run.latent_dim else run
+            for run in layers)
+
+    def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
+        return kv.cell_pool(layers, self.resolved(settings.flags))
+
+    def longest_context(self, layers: Sequence[KvLayer], pool_bytes: int,
+                        settings: EngineSettings, upper: int) -> int | None:
+        """The longest per-sequence context whose caches fit in `pool_bytes` (cells as
+        llama.cpp pads them)."""
+        lo, hi = 0, upper
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            flags = dict(settings.flags)
+            n_seq = int(flags["parallel"])
+            flags["ctx_size"] = mid if flags["kv_unified"] else mid * n_seq
+            if kv.cell_pool(layers, self.resolved(flags)).total <= pool_bytes:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    # --- where layers and tensors go ------------------------------------------------------
+
+    def _devices(self, layers: int, pp: int, settings: EngineSettings) -> list[int | None]:
+        return layer_devices(layers, int(settings.flags.get("n_gpu_layers", ALL)),
+                             _shares(settings, pp))
+
+    def stage_ranges(self, layers: int, pp: int,
+                     settings: EngineSettings) -> list[range] | None:
+        devices = self._devices(layers, pp, settings)[:layers]
+        ranges: list[range] = []
+        for gpu in range(pp):
+            mine = [il for il, dev in enumerate(devices) if dev == gpu]
+            at = mine[0] if mine else (ranges[-1].stop if ranges else layers)
+            ranges.append(range(at, mine[-1] + 1 if mine else at))
+        return ranges
+
+    def stage_weights(self, layout: WeightLayout, ranges: Sequence[range],
+                      settings: EngineSettings) -> list[int] | None:
+        if layout.coarse_total is not None:
+            return None
+        devices = self._devices(layout.layers, len(ranges), settings)
+        cpu_moe = int(settings.flags.get("n_cpu_moe", 0))
+        out = [0] * len(ranges)
+        for il in range(layout.layers):
+            gpu = devices[il]
+            if gpu is not None:
+                experts = layout.expert[il] if il < cpu_moe else 0
+                out[gpu] += (layout.split[il] + layout.kv[il] + layout.rep[il]
+                             + layout.expert[il] - experts)
+        output = devices[layout.layers]
+        if output is not None:
+            out[output] += _output_bytes(layout)
+        return out
+
+    def host_share(self, layout: WeightLayout, ranges: Sequence[range], shape: StageShape,
+                   settings: EngineSettings) -> tuple[range, int, int] | None:
+        devices = self._devices(layout.layers, len(ranges), settings)
+        cpu_moe = int(settings.flags.get("n_cpu_moe", 0))
+        host = [il for il in range(layout.layers) if devices[il] is None]
+        weights = layout.first_vocab + layout.first_split + layout.first_rep
+        for il in range(layout.layers):
+            if devices[il] is None:
+                weights += (layout.split[il] + layout.kv[il] + layout.rep[il]
+                            + layout.expert[il])
+            elif il < cpu_moe:
+                weights += layout.expert[il]
+        if devices[layout.layers] is None:
+            weights += _output_bytes(layout)
+        layers = range(0, host[-1] + 1) if host else range(0, 0)
+        compute = self._compute(shape, settings, on_output=devices[layout.layers] is None,
+                                host_only=not host)
+        return layers, int(weights), compute
+
+    # --- memory ---------------------------------------------------------------------------
+
+    def _compute(self, shape: StageShape, settings: EngineSettings, on_output: bool,
+                 host_only: bool = False) -> int:
+        """Compute-buffer bytes of one device's share of the worst-case graph (estimate)."""
+        ub = int(settings.flags["ubatch_size"])
+        attn_width = max(shape.hidden, shape.heads * shape.head_dim)
+        if host_only:  # inputs staged on the host for the GPUs
+            return 2 * ub * shape.hidden * 4
+        resolved = self.resolved(settings.flags)
+        cells, streams, _ = kv.context_cells(resolved)
+        logits = shape.vocab * ub * 4 if on_output else 0
+        if resolved.flash_attn:
+            scores = 2 * ub * shape.heads * shape.head_dim * 4
+        else:
+            scores = cells * streams * ub * shape.heads * 4
+        mlp = ub * shape.widest_per_token * 4
+        return max(logits, scores, mlp) + ub * attn_width * 4
+
+    def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
+        """The compute buffer of a GPU stage and its CUDA context (estimates)."""
+        ngl = int(settings.flags["n_gpu_layers"])
+        compute = self._compute(shape, settings, on_output=shape.last_stage and (
+            ngl < 0 or ngl > shape.layers))
+        return ReserveEstimate(non_torch_bytes=CUDA_CONTEXT, forward_peak_bytes=compute,
+                               sampler_peak_bytes=0, activation_bytes=compute,
+                               reserve_bytes=CUDA_CONTEXT + compute)
+
+    def pool_bytes(self, device: Device, settings: EngineSettings, shape: StageShape,
+                   weight_bytes: int, reserve: ReserveEstimate) -> int:
+        """Room the device leaves for the caches (llama.cpp asks for a fixed amount)."""
+        return device.memory_bytes - weight_bytes - reserve.reserve_bytes
+
+    # --- its command line -----------------------------------------------------------------
+
+    def parse_launch(self, argv: list[str]) -> LaunchCommand:
+        return parse_llamacpp(argv, self.name)
+
+    # --- what it prints -------------------------------------------------------------------
+
+    def startup_error(self, capacity: KvCapacity, pool_bytes: int,
+                      settings: EngineSettings) -> str | None:
+        resolved = self.resolved(settings.flags)
+        func = "llama_init_from_model" if self.upstream(4500) else "llama_new_context_with_model"
+        if kv.v_quantized_without_fa(resolved):
+            return f"{func}: V cache quantization requires flash_attn"
+        need = capacity.kv_bytes or 0
+        if need and pool_bytes < need:
+            return (f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating {need / MIB:.2f} "
+                    "MiB on device 0: cudaMalloc failed: out of memory; "
+                    f"{func}: failed to initialize the context: failed to allocate buffer "
+                    "for kv cache")
+        return None
+
+    def startup_lines(self, capacity: KvCapacity, pool_bytes: int,
+                      settings: EngineSettings) -> list[str]:
+        return []
+
+    def plan_startup_lines(self, capacities: Sequence[KvCapacity],
+                           layouts: Sequence[PoolLayout], pools: Sequence[int], binding: int,
+                           settings: EngineSettings,
+                           host: PoolLayout | None = None) -> list[str]:
+        devices: list[tuple[str, kv.CellPool]] = []
+        if isinstance(host, kv.CellPool):
+            devices.append(("CPU", host))
+        for index, layout in enumerate(layouts):
+            if isinstance(layout, kv.CellPool) and layout.modules:
+                devices.append((f"CUDA{index}", layout))
+        return kv_lines(self, devices, settings)
+
+
+def kv_lines(engine: LlamaCpp, devices: Sequence[tuple[str, kv.CellPool]],
+             settings: EngineSettings) -> list[str]:
+    """llama.cpp's KV lines for caches spread over `devices` (buffer, then size lines)."""
+    r = engine.resolved(settings.flags)
+    ordered = sorted(devices, key=lambda d: d[0])
+    n_seq = max(1, r.n_seq)
+    lines: list[str] = []
+    old = engine.fork == "ik" or engine.build < 5300
+    if old:
+        k = sum(c.k_bytes for _, pool in ordered for c in pool.modules if c.role in kv.ATTENTION)
+        v = sum(c.v_bytes for _, pool in ordered for c in pool.modules if c.role in kv.ATTENTION)
+        for dev, pool in ordered:
+            size = sum(c.bytes for c in pool.modules if c.role in kv.ATTENTION)
+            lines.append(f"llama_kv_cache_init: {dev:>10} KV buffer size = {size / MIB:8.2f} MiB")
+        func = ("llama_new_context_with_model" if engine.fork == "ik" or engine.build < 4500
+                else "llama_init_from_model")
+        total = (k + v) / MIB
+        if engine.fork == "ik" and r.mla and _has_mla_shape(ordered):
+            vt = f"kv^T ({r.type_v}): {v / MIB:7.2f} MiB" if v else "kv^T: not used"
+            lines.append(f"{func}: KV self size  = {total:7.2f} MiB, c^KV ({r.type_k}): "
+                         f"{k / MIB:7.2f} MiB, {vt}")
+        else:
+            lines.append(f"{func}: KV self size  = {total:7.2f} MiB, K ({r.type_k}): "
+                         f"{k / MIB:7.2f} MiB, V ({r.type_v}): {v / MIB:7.2f} MiB")
+        return lines
+    prefix = "llama_kv_cache" if engine.build >= 6240 else "llama_kv_cache_unified"
+    roles = [role for role in kv.ATTENTION
+             if any(c.role == role for _, pool in ordered for c in pool.modules)]
+    for role in roles:
+        mods = [(dev, c) for dev, pool in ordered for c in pool.modules if c.role == role]
+        cells = mods[0][1].cells
+        if len(roles) > 1:
+            label = "non-SWA" if role == "base" else "    SWA"
+            lines.append(f"{prefix}_iswa: creating {label} KV cache, size = {cells} cells")
+        for dev, c in mods:
+            lines.append(f"{prefix}: {dev:>10} KV buffer size = {c.bytes / MIB:8.2f} MiB")
+        k = sum(c.k_bytes for _, c in mods)
+        v = sum(c.v_bytes for _, c in mods)
+        layers = sum(c.layers for _, c in mods)
+        streams = mods[0][1].streams
+        seqs = f"{n_seq:2d}/{streams}" if engine.build >= 5913 else f"{n_seq:2d}"
+        lines.append(f"{prefix}: size = {(k + v) / MIB:7.2f} MiB ({cells:6d} cells, "
+                     f"{layers:3d} layers, {seqs} seqs), K ({r.type_k}): {k / MIB:7.2f} MiB, "
+                     f"V ({r.type_v}): {v / MIB:7.2f} MiB")
+    for dev, pool in ordered:
+        for c in pool.modules:
+            if c.role not in kv.ATTENTION:
+                lines.append(f"llama_memory_recurrent: {dev:>10} RS buffer size = "
+                             f"{c.bytes / MIB:8.2f} MiB")
+    return lines
+
+
+def _has_mla_shape(devices: Sequence[tuple[str, kv.CellPool]]) -> bool:
+    return any(c.v_bytes == 0 or c.k_bytes != c.v_bytes
+               for _, pool in devices for c in pool.modules)
+
+
+# Architectures whose sliding window llama.cpp leaves out: Phi-3 (`Phi SWA is currently
+# disabled`, PR #13676, src/llama-model.cpp load_hparams) and those whose loader reads no
+# window (LLM_ARCH_LLAMA for Mistral, Mixtral; StarCoder2; Qwen2).
+NO_WINDOW = frozenset({"phi3", "mistral", "mixtral", "starcoder2", "qwen2", "qwen2_moe"})
+
+
+def _model_type(spec: ModelSpec) -> str | None:
+    """The Hugging Face model_type (or GGUF architecture) the spec was read from."""
+    source = spec.source or ""
+    for prefix in ("Hugging Face config (", "GGUF metadata ("):
+        if source.startswith(prefix) and ")" in source:
+            return source[len(prefix):source.index(")")]
+    return None
+
+
+def _output_bytes(layout: WeightLayout) -> int:
+    """The output layer: final norm, lm_head, or the tied embedding's duplicate."""
+    head = layout.last_vocab or layout.tied_vocab or layout.first_vocab
+    return int(head + layout.last_rep)
+
+
+def _integer(value: FlagValue, field: str) -> int:
+    if isinstance(value, bool):
+        raise InputError(field, f"{value!r} is not a whole number")
+    if isinstance(value, int):
+        return value
+    text = str(value).strip().lower()
+    if field == "n_gpu_layers" and text in ("all", "auto", "-1", "999"):
+        return ALL
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(field, f"{value!r} is not a whole number") from None
+
+
+def _shares_checked(text: str) -> None:
+    if not text:
+        return
+    try:
+        values = [float(x) for x in text.replace("/", ",").split(",") if x.strip()]
+    except ValueError:
+        raise InputError("tensor_split", f"{text!r}: give proportions such as 3,1") from None
+    if any(v < 0 for v in values):
+        raise InputError("tensor_split", f"{text!r}: proportions cannot be negative")
+
+
+# --- the command line -----------------------------------------------------------------------
+
+# option spellings → (setting, takes a value)
+_OPTIONS: dict[str, tuple[str, bool]] = {
+    "-m": ("model", True), "--model": ("model", True),
+    "-hf": ("hf_repo", True), "-hfr": ("hf_repo", True), "--hf-repo": ("hf_repo", True),
+    "-c": ("ctx_size", True), "--ctx-size": ("ctx_size", True),
+    "-ngl": ("n_gpu_layers", True), "--gpu-layers": ("n_gpu_layers", True),
+    "--n-gpu-layers": ("n_gpu_layers", True),
+    "-ctk": ("cache_type_k", True), "--cache-type-k": ("cache_type_k", True),
+    "-ctv": ("cache_type_v", True), "--cache-type-v": ("cache_type_v", True),
+    "-np": ("parallel", True), "--parallel": ("parallel", True),
+    "-ub": ("ubatch_size", True), "--ubatch-size": ("ubatch_size", True),
+    "-b": ("batch_size", True), "--batch-size": ("batch_size", True),
+    "-fa": ("flash_attn", False), "--flash-attn": ("flash_attn", False),
+    "--swa-full": ("swa_full", False),
+    "--n-cpu-moe": ("n_cpu_moe", True), "-ncmoe": ("n_cpu_moe", True),
+    "--cpu-moe": ("cpu_moe", False), "-cmoe": ("cpu_moe", False),
+    "-ts": ("tensor_split", True), "--tensor-split": ("tensor_split", True),
+    "-sm": ("split_mode", True), "--split-mode": ("split_mode", True),
+    "-kvu": ("kv_unified", False), "--kv-unified": ("kv_unified", False),
+    "-no-kvu": ("no_kv_unified", False), "--no-kv-unified": ("no_kv_unified", False),
+    "-mla": ("mla_use", True), "--mla-use": ("mla_use", True),
+}
+_FA_VALUES = ("on", "off", "auto", "1", "0", "true", "false")
+
+
+def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
+    """Read a llama-server / llama-cli command line (after the program name)."""
+    values: dict[str, FlagValue] = {}
+    understood: list[str] = []
+    ignored: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name, eq, inline = token.partition("=")
+        option = _OPTIONS.get(name)
+        if option is None:
+            if token.startswith("-"):
+                ignored.append(token)
+                # a value that follows an unknown option is ignored with it
+                if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                    ignored.append(argv[i + 1])
+                    i += 1
+            else:
+                ignored.append(token)
+            i += 1
+            continue
+        key, takes = option
+        if takes or (key == "flash_attn" and (eq or (i + 1 < len(argv)
+                                                      and argv[i + 1].lower() in _FA_VALUES))):
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                value = argv[i + 1]
+                i += 1
+            else:
+                raise InputError("launch", f"{name} needs a value")
+            values[key] = value
+        else:
+            values[key] = True if key != "flash_attn" else "on"
+        understood.append(name)
+        i += 1
+    model = str(values.pop("model", "") or values.pop("hf_repo", ""))
+    values.pop("hf_repo", None)
+    if not model:
+        raise InputError("launch", "the command names no model (-m FILE.gguf or -hf REPO)")
+    flags: dict[str, FlagValue] = {}
+    for key in ("ctx_size", "n_gpu_layers", "parallel", "ubatch_size", "batch_size",
+                "n_cpu_moe", "mla_use"):
+        if key in values:
+            flags[key] = _integer(values[key], key)
+    for key in ("cache_type_k", "cache_type_v"):
+        if key in values:
+            flags[key] = kv_cache_type(str(values[key]), key)
+    if "flash_attn" in values:
+        fa = str(values["flash_attn"]).lower()
+        fa = {"1": "on", "true": "on", "0": "off", "false": "off"}.get(fa, fa)
+        if fa not in ("on", "off", "auto"):
+            raise InputError("flash_attn", f"{values['flash_attn']!r}: use on, off or auto")
+        flags["flash_attn"] = fa
+    if values.get("swa_full"):
+        flags["swa_full"] = True
+    if values.get("cpu_moe"):
+        flags["n_cpu_moe"] = 10**6
+    if "tensor_split" in values:
+        _shares_checked(str(values["tensor_split"]))
+        flags["tensor_split"] = str(values["tensor_split"])
+    if "split_mode" in values:
+        mode = str(values["split_mode"]).lower()
+        if mode not in ("layer", "row", "none"):
+            raise InputError("split_mode", f"{mode!r}: use layer, row or none")
+        flags["split_mode"] = mode
+    if values.get("kv_unified"):
+        flags["kv_unified"] = True
+    if values.get("no_kv_unified"):
+        flags["kv_unified"] = False
+    n_seq = int(flags.get("parallel", 1))
+    ctx = int(flags["ctx_size"]) if "ctx_size" in flags else None
+    unified = bool(flags.get("kv_unified", n_seq == 1))
+    context = None if not ctx else (ctx if unified else max(1, ctx // n_seq))
+    shares = [x for x in str(flags.get("tensor_split", "")).replace("/", ",").split(",")
+              if x.strip()]
+    dtype = _quant_tag(model)
+    return LaunchCommand(
+        engine=engine, model=model, pp=max(1, sum(1 for x in shares if float(x) > 0)),
+        context=context, dtype=dtype,
+        max_num_seqs=int(flags["parallel"]) if "parallel" in flags else None,
+        max_num_batched_tokens=int(flags["batch_size"]) if "batch_size" in flags else None,
+        flags=flags, understood=understood, ignored=ignored)
+
+
+def _quant_tag(model: str) -> str | None:
+    """The weight type a GGUF's name or a `-hf repo:TYPE` tag states (None: not stated)."""
+    tail = model.rsplit(":", 1)[1] if ":" in model and not model.endswith(".gguf") else model
+    stem = tail.rsplit("/", 1)[-1].lower().removesuffix(".gguf")
+    for name in sorted({*FILE_TYPES, *GGML_TYPES}, key=len, reverse=True):
+        if stem.endswith(name) or stem.endswith(name.replace("_", "-")):
+            return name
+    return None
+
+
+def at_build(build: int, fork: str = "upstream") -> LlamaCpp:
+    """llama.cpp (or ik_llama.cpp) answering as build `build` does."""
+    attrs = {"build": build, "fork": fork, "version": str(build),
+             "label": f"{'ik_llama.cpp' if fork == 'ik' else 'llama.cpp'} b{build}"}
+    if fork == "ik":
+        attrs["name"] = "ik_llama"
+    engine: LlamaCpp = type(f"LlamaCppB{build}", (LlamaCpp,), attrs)()
+    return engine
