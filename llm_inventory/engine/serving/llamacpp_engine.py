@@ -174,6 +174,10 @@ class LlamaCpp(ServingEngine):
         flags = {**self.defaults(), **asked.flags}
         if asked.max_num_seqs is not None:
             flags["parallel"] = asked.max_num_seqs
+        if "kv_unified" not in asked.flags and ("parallel" in asked.flags
+                                                or asked.max_num_seqs is not None):
+            # llama-server unifies the cache only when it picks the slot count itself
+            flags["kv_unified"] = int(flags["parallel"]) == 1
         if asked.max_num_batched_tokens is not None:
             flags["batch_size"] = asked.max_num_batched_tokens
         for key in ("cache_type_k", "cache_type_v"):
