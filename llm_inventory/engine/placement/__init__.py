@@ -75,7 +75,9 @@ def _variants(facts: ModelFacts, legal: list[Sized]) -> list[Sized]:
     """Encoder and prefill/decode disaggregation of the legal shapes, where the devices
     allow at least one replica."""
     count = facts.request.count
-    found = []
+    found: list[Sized] = []
+    if not facts.engine.disaggregates:
+        return found
     for sized in legal:
         if facts.has_encoder and sized.shape.devices <= count - 1:
             found.append(variant(facts, sized, "encoder"))
@@ -126,8 +128,8 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
         block_size=settings.block_size,
         weight_dtype=facts.weight_dtype,
         weights=facts.scheme,
-        kv_dtype=facts.kv_dtype,
-        estimate=(
+        kv_dtype=settings.kv_dtype,
+        estimate=facts.engine.estimate_note(settings) or (
             "weights and KV bytes are exact; the reserve (activation peak of a profiling "
             f"pass over {settings.max_num_batched_tokens:,} tokens and "
             f"{min(settings.max_num_seqs, settings.max_num_batched_tokens):,} sampled rows, "

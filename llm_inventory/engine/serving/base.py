@@ -257,6 +257,13 @@ class ServingEngine(ABC):
 
         return expert_rank_counts(experts, ep)
 
+    disaggregates: ClassVar[bool] = True  # serves prefill and decode from separate pools
+
+    def estimate_note(self, settings: EngineSettings) -> str | None:
+        """What a plan's figures estimate, and how, in one sentence (None: placement's
+        profiling-reserve wording)."""
+        return None
+
     vocab_padding: ClassVar[int] = 1  # vocabulary tables padded to a multiple of this
     absorbs_mla: ClassVar[bool] = False  # keeps MLA up-projections split per head beside kv_b
     expert_pad: ClassVar[int | None] = None  # kernels padding quantized expert matrices

@@ -134,6 +134,13 @@ class LlamaCpp(ServingEngine):
         ("compute buffers: worst-case graph at n_ubatch (estimate: logits, score matrix, "
          "MLP activations)", "src/llama-context.cpp llama_context::graph_reserve"),
     )
+    disaggregates = False
+
+    def estimate_note(self, settings: EngineSettings) -> str | None:
+        return ("weights and KV bytes are exact (llama.cpp allocates what the context asks); "
+                "the compute buffers (worst-case graph at "
+                f"{settings.flags['ubatch_size']} tokens) and the CUDA context are estimates")
+
     programs: ClassVar[tuple[tuple[str, ...], ...]] = (
         ("llama-server",), ("./llama-server",), ("llama-cli",), ("./llama-cli",),
         ("./build/bin/llama-server",), ("./build/bin/llama-cli",))

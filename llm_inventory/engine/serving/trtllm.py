@@ -167,6 +167,16 @@ class TensorRtLlm(ServingEngine):
     def __init__(self, reserve: ReserveModel | None = None) -> None:
         self.reserve_model = reserve or ReserveModel()
 
+    def estimate_note(self, settings: EngineSettings) -> str | None:
+        if settings.flags["backend"] == "tensorrt":
+            return ("weights and KV bytes are exact; the memory the engine, its execution "
+                    f"context (max_num_tokens {settings.max_num_batched_tokens:,}) and its "
+                    f"runtime and decoder buffers (max_batch_size {settings.max_num_seqs:,}) "
+                    "leave free is an estimate, fitted on TensorRT-engine start-ups")
+        return ("weights and KV bytes are exact; the profiling peak (a forward pass over "
+                f"{settings.max_num_batched_tokens:,} tokens, plus non-torch memory) is an "
+                "estimate, vLLM 0.19's calibrated model reused")
+
     # --- settings -------------------------------------------------------------------------
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
