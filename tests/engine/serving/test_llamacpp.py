@@ -404,3 +404,26 @@ def test_eras_are_picked_by_build() -> None:
     assert get("llamacpp@3000").label == "llama.cpp b2862"
     with pytest.raises(InputError, match="predates"):
         get("llamacpp@2000")
+
+
+def test_a_gguf_model_is_placed_by_its_own_tensors(tmp_path: Any) -> None:
+    """Every byte of the file lands on a GPU or in host RAM: the embeddings on the host,
+    the output with the offloaded layers when -ngl covers it, the rest by layer."""
+    from llm_inventory.spec.loader import load_model
+    from tests.checkpoint.gguf_files import llama_gguf
+
+    tensors = llama_gguf(tmp_path / "tiny.gguf", layers=4)
+    spec = load_model(str(tmp_path / "tiny.gguf"))
+    assert spec.checkpoint is not None
+    embedding = 128 * 64 * 2  # token_embd, f16
+    assert tensors["token_embd.weight"][1] == [128, 64]
+    for ngl, host_layers in ((-1, 0), (4, 0), (2, 2)):
+        plan = plan_placement(spec, PlacementRequest(
+            device=H100, count=1, tp=1, pp=1, engine="llamacpp", context=4096,
+            engine_flags={"n_gpu_layers": ngl})).plans[0]
+        assert plan.host is not None and plan.host.layers == host_layers
+        assert plan.stages[0].weight_bytes + plan.host.weight_bytes == spec.checkpoint.total_bytes
+        assert plan.host.weight_bytes >= embedding
+    full = plan_placement(spec, PlacementRequest(
+        device=H100, count=1, tp=1, pp=1, engine="llamacpp", context=4096)).plans[0]
+    assert full.host is not None and full.host.weight_bytes == embedding
