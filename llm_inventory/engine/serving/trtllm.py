@@ -198,10 +198,11 @@ class TensorRtLlm(ServingEngine):
                                                       "max_num_tokens")
         block = asked.block_size or _int(flags.get("tokens_per_block", 32), "tokens_per_block")
         fraction = asked.memory_fraction
+        field = "gpu_memory_utilization"
         if fraction is None:
-            fraction = float(flags.get("free_gpu_memory_fraction", 0.9))
+            fraction, field = float(flags.get("free_gpu_memory_fraction", 0.9)), "engine_flags"
         if not 0 < fraction < 1:
-            raise InputError("free_gpu_memory_fraction", f"{fraction} must be above 0 and "
+            raise InputError(field, f"free_gpu_memory_fraction {fraction} must be above 0 and "
                              "below 1 (TensorRT-LLM checks freeMemFraction < 1)")
         flags.update(max_batch_size=batch, max_num_tokens=tokens, tokens_per_block=block,
                      free_gpu_memory_fraction=fraction)
@@ -471,6 +472,12 @@ def extra_options(command: LaunchCommand, options: dict[str, Any]) -> LaunchComm
     if "free_gpu_memory_fraction" in kv:
         update["memory_fraction"] = float(kv["free_gpu_memory_fraction"])
         understood.append("kv_cache_config.free_gpu_memory_fraction")
+    elif "kv_cache_free_gpu_memory_fraction" in options:  # the command-line option's name
+        update["memory_fraction"] = float(options["kv_cache_free_gpu_memory_fraction"])
+        understood.append("kv_cache_free_gpu_memory_fraction")
+    if not 0 < update.get("memory_fraction", 0.5) < 1:
+        raise InputError("free_gpu_memory_fraction", f"{update['memory_fraction']} must be "
+                         "above 0 and below 1")
     if "tokens_per_block" in kv:
         flags["tokens_per_block"] = _int(kv["tokens_per_block"], "tokens_per_block")
         understood.append("kv_cache_config.tokens_per_block")

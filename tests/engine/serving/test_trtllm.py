@@ -181,9 +181,10 @@ def test_one_sequence_too_long_shrinks_max_seq_len() -> None:
 
 
 def test_the_fraction_must_stay_below_one() -> None:
-    with pytest.raises(InputError, match="free_gpu_memory_fraction"):
+    with pytest.raises(InputError, match="free_gpu_memory_fraction") as error:
         ENGINE.settings(resolve_device("h100"), LaunchSettings(
             context=4096, kv_dtype="fp16", memory_fraction=1.0))
+    assert error.value.field == "gpu_memory_utilization"
     with pytest.raises(InputError, match="engine_flags"):
         _settings(4096, page_size=16)
     with pytest.raises(InputError, match="backend"):
@@ -232,3 +233,6 @@ def test_extra_llm_api_options_override_the_command_line() -> None:
     assert cmd.flags == {"tokens_per_block": 64, "max_gpu_total_bytes": 2**34}
     with pytest.raises(InputError):
         extra_options(cmd, {"kv_cache_config": [1]})
+    assert extra_options(cmd, {"kv_cache_free_gpu_memory_fraction": 0.6}).memory_fraction == 0.6
+    with pytest.raises(InputError, match="free_gpu_memory_fraction"):
+        extra_options(cmd, {"kv_cache_config": {"free_gpu_memory_fraction": 1.2}})
