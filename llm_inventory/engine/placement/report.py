@@ -55,6 +55,9 @@ class Reporter:
         idle = max(0, request.count - devices_used)
         if idle and sized.legal:
             warnings.append(f"{idle} of {request.count} devices idle")
+        fallback = facts.engine.context_fallback(cap, facts.settings) if facts.state else None
+        if fallback and sized.legal:
+            warnings.append(fallback)
         timing = self.timing(sized) if sized.legal and all(p > 0 for p in sized.pools) \
             else None
         handover = self.handover() if shape.disaggregation == "prefill/decode" else None

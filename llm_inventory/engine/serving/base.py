@@ -345,6 +345,11 @@ class ServingEngine(ABC):
 
         raise InputError("launch", f"{self.label} command lines are not read yet")
 
+    def context_fallback(self, capacity: KvCapacity, settings: EngineSettings) -> str | None:
+        """What the engine does instead of failing when one request at the context does not
+        fit, in a phrase (None: it refuses, or the request fits)."""
+        return None
+
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:
         """The error the engine stops with at start-up for this pool, in its own words (None:

@@ -298,6 +298,14 @@ class TensorRtLlm(ServingEngine):
             return None
         return self.shrunk_window(layout, capacity.blocks, settings)
 
+    def context_fallback(self, capacity: KvCapacity, settings: EngineSettings) -> str | None:
+        new = self._shrink(capacity, settings)
+        if (new is None or new <= 0
+                or settings.flags.get("fail_fast_on_attention_window_too_large")):
+            return None
+        return (f"{self.label} starts anyway: max_seq_len shrinks to {new:,} (one sequence at "
+                f"{settings.max_model_len:,} tokens does not fit its KV blocks)")
+
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:
         new = self._shrink(capacity, settings)

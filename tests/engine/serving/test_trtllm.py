@@ -164,6 +164,8 @@ def test_one_sequence_too_long_shrinks_max_seq_len() -> None:
     held = plan.per_device.kv_capacity_tokens
     assert plan.longest_context == held
     assert f"[TRT-LLM] [W] Adjusted max_seq_len to {held}" in plan.startup
+    assert f"TensorRT-LLM 1.2 starts anyway: max_seq_len shrinks to {held:,}" in " ".join(
+        plan.warnings)
     assert plan.startup[-1].startswith(f"[TRT-LLM] [I] max_seq_len={held}, ")
     settings = _settings(131072)
     cap = ENGINE.pool_layout([KvLayer(kind="full", bytes_per_token=131072)], settings).capacity(
