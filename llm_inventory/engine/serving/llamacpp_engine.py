@@ -17,8 +17,11 @@ source (ggml-org/llama.cpp):
 - Defaults (common/common.h `common_params`): `-ub 512`, `-b 2048`, f16 cache; from b7000
   (the era of PR #17046) `-fa auto`, every layer offloaded and llama-server's 4 unified
   slots; before, flash attention off, no layer offloaded and one slot; from b7880 `-c 0`
-  (the model's training context), before 4096. ik_llama.cpp: `-fa` on, `-mla 3`
-  (`gpt_params`, common/common.h).
+  (the model's training context), before 4096. These defaults arrived between eras' first
+  builds; each era answers as its first build does. ik_llama.cpp: `-fa` on, `-mla 3`, no
+  layer offloaded (`gpt_params`, common/common.h). llama-server's `--fit` (from about
+  b7400), which lowers settings the user left out to fit free memory, is not modelled:
+  the settings are taken as given.
 - Compute buffers: the worst-case graph at `n_ubatch` tokens (`llama_context::graph_reserve`)
   — an estimate: the largest of the f32 logits (the device holding the output), the f32
   score matrix n_kv × n_ubatch × heads without flash attention, and the widest MLP
