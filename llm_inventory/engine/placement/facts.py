@@ -56,7 +56,7 @@ class ModelFacts:
     moe: MoE | None
     experts: int
     has_encoder: bool
-    dense_mlp: bool
+    dense_widths: list[int]  # distinct intermediate sizes of the dense MLPs, in layer order
     _prefix: dict[tuple[int, int], tuple[float, ...]] = field(default_factory=dict)
     _reserve: dict[tuple[int, int, int, bool, bool], ReserveEstimate] = field(
         default_factory=dict)
@@ -119,13 +119,14 @@ class ModelFacts:
         if key in self._prefix:
             return self._prefix[key]
         layout, s = self.layout, self.stack
-        kv_share = 1.0
-        if s is not None and s.n_kv_heads and s.mla is None:
-            kv_share = max(1, s.n_kv_heads // tp) / s.n_kv_heads
         expert_share = self.expert_share(tp, ep)
         sums = [0.0]
         padded = layout.padded_experts
         for i in range(layout.layers):
+            kv_share = 1.0
+            if s is not None and s.mla is None:
+                heads = s.at(i).n_kv_heads
+                kv_share = max(1, heads // tp) / heads if heads else 1.0
             experts = (padded.rank_bytes(tp, ep, i, i + 1) if padded is not None
                        else layout.expert[i] * expert_share)
             sums.append(sums[-1] + layout.split[i] / tp + layout.kv[i] * kv_share
@@ -230,16 +231,31 @@ class ModelFacts:
         return total
 
 
-def _widest(s: Stack, tp: int, ep: int) -> int:
+def _dense_widths(stack: Stack | None) -> list[int]:
+    """Distinct intermediate sizes of the stack's dense (not MoE) MLPs."""
+    if stack is None:
+        return []
+    moe, found = stack.moe, []
+    for index in range(stack.layers):
+        s = stack.at(index)
+        if s.mlp == "none" or not s.intermediate_size or (moe and moe.is_moe_layer(index)):
+            continue
+        if s.intermediate_size not in found:
+            found.append(s.intermediate_size)
+    return found
+
+
+def _widest(stack: Stack, tp: int, ep: int) -> int:
     """Activation elements per token of the widest layer on one rank (forward peak)."""
-    hidden = s.hidden_size or 0
+    hidden = stack.hidden_size or 0
     mlp = 0
-    if s.intermediate_size and s.mlp != "none":
-        mlp = (3 if s.mlp == "gated" else 2) * s.intermediate_size // tp
-    if s.moe is not None:
-        width = s.moe.expert_intermediate_size // (1 if ep > 1 else tp)
-        mlp = max(mlp, s.moe.top_k * (3 * width + hidden))
-    mixers = max((k.activation_width(s, tp) for k in kinds.present(s)), default=0)
+    for width in {stack.at(i).intermediate_size or 0 for i in range(stack.layers)
+                  if stack.at(i).mlp != "none"}:
+        mlp = max(mlp, (3 if stack.mlp == "gated" else 2) * width // tp)
+    if stack.moe is not None:
+        width = stack.moe.expert_intermediate_size // (1 if ep > 1 else tp)
+        mlp = max(mlp, stack.moe.top_k * (3 * width + hidden))
+    mixers = max((k.activation_width(s, tp) for k, s in kinds.variants(stack)), default=0)
     return 2 * hidden + max(mixers, mlp)
 
 
@@ -273,6 +289,5 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         act_bits=DTYPE_BITS[activation_dtype(spec)],
         state=state_layers(spec), stack=stack, layers=layers, moe=moe, experts=experts,
         has_encoder=spec.encoder is not None and spec.family.decodes,
-        dense_mlp=stack is not None and stack.mlp != "none" and (
-            moe is None or any(not moe.is_moe_layer(i) for i in range(layers))),
+        dense_widths=_dense_widths(stack),
     )

@@ -105,7 +105,7 @@ class VllmV1(ServingEngine):
         stack = spec.decoder
         if stack is None or not stack.rope or not stack.shaped:
             return 0
-        rotary = max((kind.rotary_dim(stack) for kind in kinds.present(stack)), default=0)
+        rotary = max((kind.rotary_dim(s) for kind, s in kinds.variants(stack)), default=0)
         positions = stack.rope_cache_positions or (
             [spec.max_context] if spec.max_context else [])
         return sum(p * rotary * dtype_bits(dtype) // 8 for p in positions)
