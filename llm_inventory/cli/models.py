@@ -15,8 +15,9 @@ def models(
         str | None,
         typer.Argument(
             metavar="MODEL",
-            help="Show one preset (name or alias, e.g. llama-3.1-70b) with its notes, layer "
-            "kinds and parameters per component.",
+            help="Show one model in detail (a preset name or alias such as llama-3.1-70b, or "
+            "any MODEL other commands take: a file or folder) with its notes, layer kinds and "
+            "parameters per component.",
         ),
     ] = None,
     fmt: FormatOption = OutputFormat.TABLE,
@@ -50,14 +51,25 @@ def models(
 
     system = units_of(units)
     if model is not None:
-        preset = find_preset(model)
-        spec = load_preset(preset.name)
-        detail = model_detail(entry(preset, spec, None), spec)
+        try:
+            preset: Preset | None = find_preset(model)
+        except InputError:
+            preset = None  # not a preset: any other MODEL the loader reads
+        if preset is not None:
+            spec = load_preset(preset.name)
+            detail = model_detail(entry(preset, spec, None), spec)
+        else:
+            from llm_inventory.spec.loader import load_model
+
+            spec = load_model(model)
+            detail = model_detail(catalog_entry(
+                spec.name, aliases=[], description="", source=spec.source or "", file=model,
+                spec=spec), spec)
 
         def one() -> list[Any]:
             from llm_inventory.render.models import model_detail_table
 
-            return model_detail_table(detail, system)
+            return model_detail_table(detail, system, preset=preset is not None)
 
         emit(detail, fmt, one)
         return

@@ -82,8 +82,11 @@ def models_table(catalog: ModelCatalog, units: UnitSystem) -> list[Table | Text]
     return parts
 
 
-def model_detail_table(detail: ModelDetail, units: UnitSystem) -> list[Table | Text]:
-    """One preset: what it is, where its shapes came from, and its headline figures."""
+def model_detail_table(
+    detail: ModelDetail, units: UnitSystem, *, preset: bool = True
+) -> list[Table | Text]:
+    """One model (a preset unless `preset` is False): what it is, where its shapes came
+    from, and its headline figures."""
     table = Table(show_header=False)
     table.add_column("", no_wrap=True)
     table.add_column("", overflow="fold")
@@ -125,7 +128,7 @@ def model_detail_table(detail: ModelDetail, units: UnitSystem) -> list[Table | T
         row("feature tokens per item", f"{detail.media_tokens_per_item:,}")
     if detail.max_context:
         row("max context", f"{detail.max_context:,} tokens")
-    title = Text(f"Model preset · {detail.name}", style="bold")
+    title = Text(f"{'Model preset' if preset else 'Model'} · {detail.name}", style="bold")
     parts: list[Table | Text] = [title, table]
     if detail.by_component:
         comp = Table(show_header=True)

@@ -28,12 +28,25 @@ def spec_from_mapping(data: dict[str, Any], label: str) -> ModelSpec:
         raise from_validation(exc, label) from exc
 
 
+def config_name(data: dict[str, Any], path: Path) -> str:
+    """A config's model name: its `_name_or_path` (a local path gives its last part), else
+    the file's stem, else, for a file called config.json, its folder's name."""
+    given = data.get("_name_or_path")
+    if isinstance(given, str) and given.strip():
+        given = given.strip().rstrip("/")
+        local = given.startswith(("/", ".", "~")) or given.count("/") > 1 or "\\" in given
+        return given.replace("\\", "/").rsplit("/", 1)[-1] if local else given
+    if path.stem != "config":
+        return path.stem
+    return path.resolve().parent.name or path.stem
+
+
 def _from_config_file(path: Path, name: str | None = None) -> ModelSpec:
     from llm_inventory.spec.hf import from_hf_config
     from llm_inventory.spec.yaml_io import load_mapping
 
     data = load_mapping(path)
-    return from_hf_config(data, str(path), name or path.parent.name or path.stem)
+    return from_hf_config(data, str(path), name or config_name(data, path))
 
 
 def _from_folder(path: Path) -> ModelSpec:
@@ -46,7 +59,7 @@ def _from_folder(path: Path) -> ModelSpec:
         path = resolve_hub_cache(path)
     config = path / "config.json"
     if config.is_file():
-        spec = _from_config_file(config, name or path.name)
+        spec = _from_config_file(config, name)
         return _with_safetensors(spec, path)
     ggufs = _gguf_models(path)
     if len(ggufs) == 1:
