@@ -98,7 +98,7 @@ def inventory(
 
 def compare(
     models: Annotated[list[str], typer.Argument(
-        metavar="MODEL MODEL…", help="Two or more presets, model files or folders.")],
+        metavar="MODEL", help="Two or more presets, model files or folders.")],
     context: ContextOption = "8000",  # type: ignore[assignment]
     prompt_tokens: PromptOption = None,
     batch: BatchOption = 1,

@@ -54,6 +54,8 @@ def models(
         try:
             preset: Preset | None = find_preset(model)
         except InputError:
+            if not model.strip():
+                raise
             preset = None  # not a preset: any other MODEL the loader reads
         if preset is not None:
             spec = load_preset(preset.name)
