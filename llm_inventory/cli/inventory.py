@@ -132,6 +132,6 @@ def compare(
     def table() -> list[Any]:
         from llm_inventory.render.inventory import compare_table
 
-        return compare_table(results, units_of(units))
+        return compare_table(results, units_of(units), request)
 
     emit(results, fmt, table)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
 
 from llm_inventory.engine.placement import PlacementResult, Plan
+from llm_inventory.render.fit import Diagnostic, Footnote, Table
 from llm_inventory.units import UnitSystem, format_bytes
 
 
@@ -37,7 +38,9 @@ def _verdict(plan: Plan) -> Text:
     return Text("too small", style="yellow")
 
 
-def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table | Text]:
+def placement_tables(result: PlacementResult, units: UnitSystem) -> list[RichTable | Text]:
+    """The widths table, the plans, the footnotes that explain them; warnings (a context
+    past the model's positions, uneven stages, idle devices) go to stderr as Diagnostics."""
     head = Text(
         f"{result.model} on {result.count} × {result.device} "
         f"({format_bytes(result.device_memory_bytes, units)} each, "
@@ -49,12 +52,13 @@ def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table |
                    f"{result.fitting} fit; showing {result.shown} (×N: replicas; P/D: separate "
                    "prefill and decode pools; enc: encoder on its own device; conc.: requests "
                    "at the context one engine holds)")
-    table = Table()
+    table = Table(optional=("time†", "reserve*"))  # the estimates give way first
     for name in ("plan", "verdict", "weights", "reserve*", "KV pool", "KV tokens", "conc.",
                  "time†"):
         table.add_column(name, justify="left" if name in ("plan", "verdict") else "right",
                          no_wrap=name in ("plan", "conc."))
     notes: list[str] = []
+    warnings: list[str] = []
     for index, plan in enumerate(result.plans, start=1):
         d = plan.per_device
         size = (lambda n: format_bytes(n, units)) if d else None
@@ -71,7 +75,7 @@ def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table |
         for reason in plan.reasons:
             notes.append(f"{index}. illegal: {reason}")
         for warning in plan.warnings:
-            notes.append(f"{index}. warning: {warning}")
+            warnings.append(f"plan {index} ({_split(plan)}): {warning}")
         if plan.legal and plan.fits_context is False:
             notes.append(f"{index}. one request at {result.context:,} tokens does not fit; "
                          f"the longest that does is {plan.longest_context:,}")
@@ -79,9 +83,10 @@ def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table |
             handed = format_bytes(plan.kv_handover_bytes, units)
             notes.append(f"{index}. each request hands {handed} of KV from the prefill pool "
                          "to the decode pool")
-    widths = Table(title=None)
+    widths = RichTable(title=None)
     for name in ("tp (pp 1)", "weights/device", "state/seq/device", "sequences", "verdict"):
-        widths.add_column(name, justify="left" if name == "verdict" else "right")
+        widths.add_column(name, justify="left" if name == "verdict" else "right",
+                          overflow="fold" if name == "verdict" else "ellipsis")
     for w in result.widths:
         verdict = "fits" if w.fits else ("illegal: " if not w.legal else "") + (w.why or "")
         widths.add_row(f"{w.tp}", format_bytes(w.weight_bytes, units),
@@ -91,18 +96,20 @@ def placement_tables(result: PlacementResult, units: UnitSystem) -> list[Table |
     weights_line = Text(
         f"weights {format_bytes(result.model_weight_bytes, units)} for one replica; "
         f"{format_bytes(result.usable_bytes, units)} usable per device")
-    parts: list[Table | Text] = [head, weights_line]
-    parts += [Text(f"note: {note}", style="yellow") for note in result.notes]
+    parts: list[RichTable | Text] = [head, weights_line]
+    parts += [Diagnostic(note) for note in result.notes]
     if result.widths:
         parts.append(widths)
     parts += [summary, table]
-    parts.append(Text("* reserve is an estimate: " + result.estimate, style="dim"))
+    parts.append(Footnote("* reserve is an estimate: " + result.estimate, column="reserve*",
+                          style="dim"))
     timed = next((p.timing for p in result.plans if p.timing is not None), None)
     if timed is not None:
-        parts.append(Text(
+        parts.append(Footnote(
             f"† time to first token / time per output token: {timed.estimate}; prefill of "
             f"{timed.prompt_tokens:,} tokens, decode at the batch one engine holds (or "
-            "--batch); bounds and tokens/s in JSON", style="dim"))
+            "--batch); bounds and tokens/s in JSON", column="time†", style="dim"))
     if notes:
         parts.append(Text("\n".join(notes)))
+    parts += [Diagnostic(warning) for warning in warnings]
     return parts

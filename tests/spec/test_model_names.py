@@ -45,7 +45,7 @@ def test_files_in_one_folder_get_their_own_names(invoke: Invoke, tmp_path: Path)
     assert [inv["model"] for inv in run.json()] == ["Llama-3.1-8B", "gemma-2-9b"]
     table = invoke("compare", str(models / "Llama-3.1-8B.json"),
                    str(models / "gemma-2-9b.json"))
-    header = table.stdout.splitlines()[1]
+    header = next(line for line in table.stdout.splitlines() if line.startswith("┃"))
     assert "Llama-3.1-8B" in header and "gemma-2-9b" in header and "models" not in header
 
 
