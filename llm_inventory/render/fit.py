@@ -97,7 +97,41 @@ def fit_table(console: Console, table: RichTable, width: int) -> tuple[int, list
             column._index = index
         dropped.append(header)
         needed = _needed(console, table)
-    return max(width, needed), dropped
+    width = max(width, needed)
+    _share_out(console, table, width)
+    return width, dropped
+
+
+def _share_out(console: Console, table: RichTable, width: int) -> None:
+    """Give each prose column at least its minimum when the table must wrap.
+
+    Rich narrows the widest wrapping columns first without looking at their minimums, so a
+    prose column holding whole cells could end up narrower than they are. When that would
+    happen, each prose column gets clamp(level, its minimum, its maximum), the level as high
+    as the width allows. (Rich's own measuring and collapsing, private but stable, decide
+    whether it would happen.)
+    """
+    columns = table.columns
+    ranges = [table._measure_column(console, console.options.update_width(10_000), c)
+              for c in columns]
+    extra = table._extra_width
+    maxima = [r.maximum for r in ranges]
+    if sum(maxima) + extra <= width:
+        return
+    wraps = [c.width is None and not c.no_wrap for c in columns]
+    collapsed = table._collapse_widths(maxima, wraps, width - extra)
+    if all(w >= r.minimum for w, r, wrap in zip(collapsed, ranges, wraps, strict=True) if wrap):
+        return
+    room = width - extra - sum(m for m, wrap in zip(maxima, wraps, strict=True) if not wrap)
+
+    def share(level: int) -> list[int]:
+        return [min(r.maximum, max(level, r.minimum)) for r in ranges]
+
+    level = max(lv for lv in range(max(maxima) + 1)
+                if sum(w for w, wrap in zip(share(lv), wraps, strict=True) if wrap) <= room)
+    for column, size, wrap in zip(columns, share(level), wraps, strict=True):
+        if wrap:
+            column.width = size - table._get_padding_width(column._index)
 
 
 def output_width(console: Console, parts: Sequence[RenderableType]) -> int:

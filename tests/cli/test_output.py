@@ -18,6 +18,7 @@ from tests.conftest import ROOT, Run
 # A cut cell ends in "…" straight after a character (`32,4…`, `h100-s…`); the deliberate
 # ellipses ("… 246 others", "Qwen/Qwen3-8B, …") follow a space.
 CUT = re.compile(r"\S…")
+BORDERS = set("│┃┏┓┗┛┡┩└┘┌┐├┤")
 
 # Every table of every command: each line's commands between them print every table kind.
 TABLES = [
@@ -77,6 +78,10 @@ def test_no_number_or_identifier_is_cut(command: str, columns: int, checkpoint: 
     assert run.code == 0, run.stderr
     cut = [line for line in run.stdout.splitlines() if CUT.search(line)]
     assert not cut, f"cut at {columns} columns:\n" + "\n".join(cut)
+    # A row cropped at the console's edge loses its right border instead.
+    cropped = [line for line in run.stdout.splitlines()
+               if line[:1] in BORDERS and line.rstrip()[-1:] not in BORDERS]
+    assert not cropped, f"cropped at {columns} columns:\n" + "\n".join(cropped)
 
 
 @pytest.mark.parametrize("columns", [80, 60])
