@@ -99,6 +99,19 @@ KvDtypeOption = Annotated[
     str | None,
     typer.Option("--kv-dtype", help="KV cache dtype (default: the model's dtype)."),
 ]
+# `--dtype` is the weight dtype (vLLM's spelling). Where a command has no weights it once meant
+# something else (the cache in `kv`, the hidden states in `route`); kept as an alias it would
+# give one flag two meanings, so it is refused with the flag to use instead.
+WeightDtypeRefused = Annotated[str | None, typer.Option("--dtype", hidden=True)]
+
+
+def refuse_weight_dtype(value: str | None, command: str, instead: str, what: str) -> None:
+    """Bad input when `--dtype` is given to a command that has no weight dtype."""
+    if value is not None:
+        from llm_inventory.errors import InputError
+
+        raise InputError("dtype", f"is the weight dtype in inventory, placement and compare; "
+                         f"{command} has no weights: use {instead} {value} for {what}")
 
 ImagesOption = Annotated[int, typer.Option(min=0, help="Media items per request (images, clips).")]
 ImageSizeOption = Annotated[

@@ -15,8 +15,10 @@ from llm_inventory.cli.common import (
     PatchOption,
     TemporalOption,
     UnitsOption,
+    WeightDtypeRefused,
     bytes_parser,
     parse_image_size,
+    refuse_weight_dtype,
     tokens_parser,
     units_of,
 )
@@ -50,13 +52,14 @@ def kv(
     v_head_dim: Annotated[
         int | None, typer.Option(min=1, help="Value head dimension, if it differs from K's.")
     ] = None,
-    dtype: Annotated[
+    kv_dtype: Annotated[
         str | None,
         typer.Option(
-            "--dtype", "--kv-dtype",
+            "--kv-dtype",
             help="KV cache dtype: bf16 (default; a model's own dtype), fp16, fp8, fp32…",
         ),
     ] = None,
+    weight_dtype: WeightDtypeRefused = None,
     sequences: Annotated[int, typer.Option(min=1, help="Concurrent sequences.")] = 1,
     tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel degree.")] = 1,
     pp: Annotated[int, typer.Option(min=1, help="Pipeline-parallel degree.")] = 1,
@@ -104,6 +107,11 @@ def kv(
     from llm_inventory.render.output import emit
     from llm_inventory.units import format_bytes
 
+    refuse_weight_dtype(weight_dtype, "kv", "--kv-dtype", "the KV cache")
+    if kv_dtype is not None:
+        from llm_inventory.units import normalize_dtype
+
+        kv_dtype = normalize_dtype(kv_dtype, "kv_dtype")
     shape_flags = {"layers": layers, "kv_heads": kv_heads, "head_dim": head_dim,
                    "v_head_dim": v_head_dim, "window": window, "chunk": chunk, "latent": latent}
     if model is not None:
@@ -147,7 +155,7 @@ def kv(
                                  "give the shape flags instead of --model")
             raise InputError("model", f"{spec.name} ({spec.family}) keeps no per-sequence "
                              "state: it has no decode loop")
-        kv_dtype = dtype or spec.dtype
+        kv_dtype = kv_dtype or spec.dtype
     else:
         if images or image_size or patch:
             raise InputError("images", "media need a model with an encoder: add --model")
@@ -172,7 +180,7 @@ def kv(
             window=size,
             latent_dim=latent or 0,
         )
-        kv_dtype = dtype or "bf16"
+        kv_dtype = kv_dtype or "bf16"
     request = StateRequest(
         layers=stack,
         tokens=tokens,

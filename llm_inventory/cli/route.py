@@ -9,7 +9,9 @@ import typer
 from llm_inventory.cli.common import (
     FormatOption,
     UnitsOption,
+    WeightDtypeRefused,
     bytes_parser,
+    refuse_weight_dtype,
     tokens_parser,
     units_of,
 )
@@ -50,9 +52,11 @@ def route(
     hidden: Annotated[
         int | None, typer.Option(min=1, help="Hidden size: one token's vector (default 4096).")
     ] = None,
-    dtype: Annotated[
-        str, typer.Option(help="Dtype of the hidden states sent between ranks.")
+    activation_dtype: Annotated[
+        str, typer.Option("--activation-dtype",
+                          help="Dtype of the hidden states sent between ranks.")
     ] = "bf16",
+    weight_dtype: WeightDtypeRefused = None,
     expert_bytes: Annotated[
         int | None,
         typer.Option(
@@ -76,6 +80,11 @@ def route(
 
     Example: inventory route --experts 8 --top-k 2 --tokens 16 --ep 4
     """
+    from llm_inventory.units import normalize_dtype
+
+    refuse_weight_dtype(weight_dtype, "route", "--activation-dtype",
+                        "the hidden states sent between ranks")
+    activation_dtype = normalize_dtype(activation_dtype, "activation_dtype")
     if model is not None:
         from llm_inventory.engine.moe_shape import moe_shape
         from llm_inventory.spec.loader import load_model
@@ -108,7 +117,7 @@ def route(
             steps=steps,
             ep=ep,
             hidden=4096 if hidden is None else hidden,
-            dtype=dtype,
+            dtype=activation_dtype,
             expert_bytes=expert_bytes,
             moe_layers=1 if moe_layers is None else moe_layers,
         )

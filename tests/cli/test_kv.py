@@ -50,7 +50,6 @@ def test_tp_four_table_shows_625_mib(invoke: Invoke) -> None:
     ("args", "factor"),
     [
         (["--kv-heads", "32"], 4.0),
-        (["--dtype", "fp8"], 0.5),
         (["--kv-dtype", "fp8"], 0.5),
         (["--sequences", "4"], 4.0),
         (["--window", "4096"], 4096 / 8000),
@@ -94,7 +93,8 @@ def test_max_bytes(invoke: Invoke) -> None:
         (["--tokens", "nan"], "--tokens"),
         (["--tokens", "inf"], "--tokens"),
         (["--tokens", "8Q"], "--tokens"),
-        (["--dtype", "fp9"], "--dtype"),
+        (["--kv-dtype", "fp9"], "--kv-dtype"),
+        (["--dtype", "fp8"], "--kv-dtype fp8"),
         (["--tp", "3"], "--tp"),
         (["--tp", "0"], "--tp"),
         (["--pp", "81"], "--pp"),
