@@ -205,3 +205,9 @@ def kv(
             f"({format_bytes(result.per_device.bytes, system)}), over the limit of "
             f"{max_bytes:,} B ({format_bytes(max_bytes, system)})"
         )
+    if model is None and all(value is None for value in shape_flags.values()):
+        from llm_inventory.render.output import note
+
+        note("no --model and no shape flags: sizing the worked example's dense decoder "
+             "(80 layers, 8 KV heads, head dimension 128); give --model or --layers, "
+             "--kv-heads, --head-dim")

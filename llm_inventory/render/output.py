@@ -65,3 +65,8 @@ def emit(
 def warn(message: str) -> None:
     """A warning on stderr, one line, never on stdout."""
     sys.stderr.write(f"inventory: warning: {message}\n")
+
+
+def note(message: str) -> None:
+    """A note on stderr (what the result assumed), one line, never on stdout."""
+    sys.stderr.write(f"inventory: note: {message}\n")
