@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     FormatOption,
     FramesOption,
@@ -29,7 +30,7 @@ def kv(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", "-m", metavar="MODEL",
+            "--model", "-m", metavar="MODEL", autocompletion=complete.models,
             help="Take the layers from a model: a preset, a YAML file, a config.json, a model "
                  "or Hub cache folder, or a GGUF file.",
         ),
@@ -55,7 +56,7 @@ def kv(
     kv_dtype: Annotated[
         str | None,
         typer.Option(
-            "--kv-dtype",
+            "--kv-dtype", autocompletion=complete.dtypes,
             help="KV cache dtype: bf16 (default; a model's own dtype), fp16, fp8, fp32…",
         ),
     ] = None,

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import FormatOption, UnitsOption, units_of
 from llm_inventory.render.output import OutputFormat, Units
 
@@ -14,7 +15,7 @@ def models(
     model: Annotated[
         str | None,
         typer.Argument(
-            metavar="MODEL",
+            metavar="MODEL", autocompletion=complete.models,
             help="Show one model in detail (a preset name or alias such as llama-3.1-70b, or "
             "any MODEL other commands take: a file or folder) with its notes, layer kinds and "
             "parameters per component.",

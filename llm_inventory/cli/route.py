@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     FormatOption,
     UnitsOption,
@@ -21,7 +22,7 @@ from llm_inventory.render.output import OutputFormat, Units
 def route(
     model: Annotated[
         str | None,
-        typer.Option("--model", "-m", metavar="MODEL",
+        typer.Option("--model", "-m", metavar="MODEL", autocompletion=complete.models,
                      help="Take experts, top-k, hidden size and expert bytes from a model."),
     ] = None,
     experts: Annotated[
@@ -53,7 +54,7 @@ def route(
         int | None, typer.Option(min=1, help="Hidden size: one token's vector (default 4096).")
     ] = None,
     activation_dtype: Annotated[
-        str, typer.Option("--activation-dtype",
+        str, typer.Option("--activation-dtype", autocompletion=complete.dtypes,
                           help="Dtype of the hidden states sent between ranks.")
     ] = "bf16",
     weight_dtype: WeightDtypeRefused = None,
