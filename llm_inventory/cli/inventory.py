@@ -56,7 +56,8 @@ def _request(
 def inventory(
     model: Annotated[str, typer.Argument(
         metavar="MODEL", autocompletion=complete.models,
-        help="Preset, YAML model file, config.json, model or Hub cache folder, or GGUF file.")],
+        help="Preset, Hugging Face id (org/name[@revision]), YAML model file, config.json, "
+             "model or Hub cache folder, or GGUF file.")],
     context: ContextOption = "8000",  # type: ignore[assignment]
     prompt_tokens: PromptOption = None,
     batch: BatchOption = 1,

@@ -31,8 +31,8 @@ def kv(
         str | None,
         typer.Option(
             "--model", "-m", metavar="MODEL", autocompletion=complete.models,
-            help="Take the layers from a model: a preset, a YAML file, a config.json, a model "
-                 "or Hub cache folder, or a GGUF file.",
+            help="Take the layers from a model: a preset, a Hugging Face id (org/name), a YAML "
+                 "file, a config.json, a model or Hub cache folder, or a GGUF file.",
         ),
     ] = None,
     layers: Annotated[

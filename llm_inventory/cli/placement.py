@@ -34,7 +34,8 @@ def _fraction(text: str) -> float:
 def placement(
     model: Annotated[str, typer.Argument(
         metavar="MODEL", autocompletion=complete.models,
-        help="Preset, YAML model file, config.json, model or Hub cache folder, or GGUF file.")],
+        help="Preset, Hugging Face id (org/name[@revision]), YAML model file, config.json, "
+             "model or Hub cache folder, or GGUF file.")],
     device: Annotated[str | None, typer.Option(
         "--device", "-d", autocompletion=complete.devices,
         help="Device id or alias from `inventory devices` (h100-sxm …).")] = None,
