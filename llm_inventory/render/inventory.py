@@ -323,4 +323,5 @@ def compare_table(
         table.add_row(label, *(cell if label in lists else Text(cell, no_wrap=True)
                                for cell in cells))
     title = [_compare_title(results, request)] if request is not None else []
-    return [*title, table]
+    warnings = [Diagnostic(f"{inv.model}: {w}") for inv in results for w in inv.warnings]
+    return [*title, table, *warnings]

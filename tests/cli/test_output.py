@@ -186,6 +186,12 @@ def test_a_context_past_the_positions_warns_on_stderr() -> None:
     document = _run(["inventory", "qwen3-8b", "--context", "128K", "--format", "json"])
     assert document.stderr == ""
     assert any("40,960 positions" in w for w in document.json()["warnings"])
+    compare = _run(["compare", "qwen3-8b", "llama-3.1-8b", "--context", "128K"], 120)
+    assert compare.stderr == ("inventory: warning: qwen3-8b: the context of 131,072 tokens "
+                              "exceeds the model's 40,960 positions; vLLM refuses it unless "
+                              "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (and quality past it is not "
+                              "assured)\n")
+    assert "exceeds" not in compare.stdout
     placement = _run(["placement", "qwen3-8b", "--device", "h100", "--context", "128K"], 120)
     assert "exceeds the model's 40,960 positions" in placement.stderr
     assert "exceeds" not in placement.stdout
