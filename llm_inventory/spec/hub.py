@@ -47,10 +47,14 @@ MAX_CONFIG_BYTES = 4 * 2**20  # as for any model file the loader reads
 TIMEOUT_S = 30.0
 
 
+# A name ending so is a file the user meant (and mistyped), never a repository to look up.
+FILE_SUFFIXES = (".yaml", ".yml", ".json", ".gguf", ".safetensors")
+
+
 def parse_hub_id(text: str) -> tuple[str, str | None] | None:
     """(`org/name`, revision or None) when `text` reads as a Hub id, else None."""
     match = HUB_ID.match(text.strip())
-    if match is None or ".." in text:
+    if match is None or ".." in text or match["repo"].lower().endswith(FILE_SUFFIXES):
         return None
     return match["repo"], match["revision"]
 
@@ -110,7 +114,13 @@ def stored_headers(snapshot: Path) -> tuple[list[Any], list[str]] | None:
     seen: set[str] = set()
     for name, size in sorted(sizes.items()):
         path = kept / name
-        raw = path.read_bytes()
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise InputError(str(path), f"cannot be read: {exc.strerror or exc}") from exc
+        if len(raw) < 8 or struct.unpack("<Q", raw[:8])[0] != len(raw) - 8:
+            raise InputError(str(path), "is not a whole safetensors header; delete "
+                             f"{kept} to read it from the Hub again")
         table = parse_header(raw[8:], size, path, name)
         for tensor in table.tensors:
             if tensor.name in seen:
@@ -397,7 +407,8 @@ def resolve(reference: str, repo: str, revision: str | None,
     snapshot = cached_snapshot(repo, revision)
     if snapshot is not None:
         return load_folder(snapshot, repo)
-    where = f"not in the Hub cache ({repo_folder(repo)})"
+    where = (f"no such file or folder, and as a Hugging Face id not in the Hub cache "
+             f"({repo_folder(repo)})")
     if offline():
         raise InputError(reference, f"{where}, and HF_HUB_OFFLINE is set")
     try:

@@ -308,3 +308,19 @@ def test_the_local_cache_is_found_where_huggingface_hub_puts_it(tmp_path: Path,
     data = run.json()
     assert data["model"] == "org/tiny"
     assert data["weight_bytes_source"] == "checkpoint headers"
+
+
+def test_a_mistyped_file_path_never_goes_to_the_hub(hub: Hub, tmp_path: Path) -> None:
+    run = _run("kv", "--model", "examples/dense-7O.yaml", cache=tmp_path / "hub", hub=hub)
+    _one_line_exit_2(run, "no such file")
+    assert hub.requests == []
+
+
+def test_a_damaged_kept_header_is_one_line(hub: Hub, tmp_path: Path) -> None:
+    cache = tmp_path / "hub"
+    assert _run("kv", "--model", "org/tiny", cache=cache, hub=hub).code == 0
+    kept = cache / "models--org--tiny" / "safetensors-headers" / COMMIT
+    shard_file = kept / "model-00001-of-00002.safetensors"
+    shard_file.write_bytes(shard_file.read_bytes()[:20])
+    run = _run("kv", "--model", "org/tiny", cache=cache, HF_HUB_OFFLINE="1")
+    _one_line_exit_2(run, "is not a whole safetensors header", "delete")
