@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     ContextOption,
     DtypeOption,
@@ -54,8 +55,9 @@ def _request(
 
 def inventory(
     model: Annotated[str, typer.Argument(
-        metavar="MODEL",
-        help="Preset, YAML model file, config.json, model or Hub cache folder, or GGUF file.")],
+        metavar="MODEL", autocompletion=complete.models,
+        help="Preset, Hugging Face id (org/name[@revision]), YAML model file, config.json, "
+             "model or Hub cache folder, or GGUF file.")],
     context: ContextOption = "8000",  # type: ignore[assignment]
     prompt_tokens: PromptOption = None,
     batch: BatchOption = 1,
@@ -68,7 +70,7 @@ def inventory(
     frames: FramesOption = 1,
     temporal_patch: TemporalOption = None,
     device: Annotated[str | None, typer.Option(
-        "--device", "-d",
+        "--device", "-d", autocompletion=complete.devices,
         help="Show roofline timings on this device: its ridge point and where prefill and "
              "decode fall.")] = None,
     fmt: FormatOption = OutputFormat.TABLE,
@@ -98,7 +100,8 @@ def inventory(
 
 def compare(
     models: Annotated[list[str], typer.Argument(
-        metavar="MODEL MODEL…", help="Two or more presets, model files or folders.")],
+        metavar="MODEL", autocompletion=complete.models,
+        help="Two or more presets, model files or folders.")],
     context: ContextOption = "8000",  # type: ignore[assignment]
     prompt_tokens: PromptOption = None,
     batch: BatchOption = 1,
@@ -132,6 +135,6 @@ def compare(
     def table() -> list[Any]:
         from llm_inventory.render.inventory import compare_table
 
-        return compare_table(results, units_of(units))
+        return compare_table(results, units_of(units), request)
 
     emit(results, fmt, table)

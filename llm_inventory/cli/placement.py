@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     DtypeOption,
     FormatOption,
@@ -31,10 +32,12 @@ def _fraction(text: str) -> float:
 
 def placement(
     model: Annotated[str, typer.Argument(
-        metavar="MODEL",
-        help="Preset, YAML model file, config.json, model or Hub cache folder, or GGUF file.")],
+        metavar="MODEL", autocompletion=complete.models,
+        help="Preset, Hugging Face id (org/name[@revision]), YAML model file, config.json, "
+             "model or Hub cache folder, or GGUF file.")],
     device: Annotated[str | None, typer.Option(
-        "--device", "-d", help="Device id or alias from `inventory devices` (h100-sxm …).")] = None,
+        "--device", "-d", autocompletion=complete.devices,
+        help="Device id or alias from `inventory devices` (h100-sxm …).")] = None,
     count: Annotated[int | None, typer.Option(
         "--count", "-n", min=1, help="Devices available (default: one node).")] = None,
     per_node: Annotated[int | None, typer.Option(

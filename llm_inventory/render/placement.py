@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
 
 from llm_inventory.engine.placement import PlacementResult, Plan
+from llm_inventory.render.fit import Diagnostic, Footnote, Table
 from llm_inventory.units import UnitSystem, format_bytes
 
 
@@ -55,7 +56,10 @@ def _verdict(plan: Plan) -> Text:
 
 
 def placement_tables(result: PlacementResult, units: UnitSystem,
-                     limit: int | None = None) -> list[Table | Text]:
+                     limit: int | None = None) -> list[RichTable | Text]:
+    """The widths table, the plans (the first 20 unless `limit` says otherwise), the lines
+    that explain them; warnings (a context past the model's positions, uneven stages, idle
+    devices) go to stderr as Diagnostics."""
     head = Text(
         f"{result.model} on {result.count} × {result.device} "
         f"({format_bytes(result.device_memory_bytes, units)} each, "
@@ -71,12 +75,13 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
                    + (f" ({hidden} more: --limit 0 shows all)" if hidden else "")
                    + " (×N: replicas; P/D: separate prefill and decode pools; enc: encoder on "
                    "its own device; conc.: requests at the context one engine holds)")
-    table = Table()
+    table = Table(optional=("time†", "reserve*"))  # the estimates give way first
     for name in ("plan", "verdict", "weights", "reserve*", "KV pool", "KV tokens", "conc.",
                  "time†"):
         table.add_column(name, justify="left" if name in ("plan", "verdict") else "right",
                          no_wrap=name in ("plan", "conc."))
     notes: list[str] = []
+    warnings: list[str] = []
     for index, plan in enumerate(shown, start=1):
         d = plan.per_device
         size = (lambda n: format_bytes(n, units)) if d else None
@@ -93,7 +98,7 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
         if plan.why and not plan.fits:
             notes.append(f"{index}. does not fit: {plan.why}")
         for warning in plan.warnings:
-            notes.append(f"{index}. warning: {warning}")
+            warnings.append(f"plan {index} ({_split(plan)}): {warning}")
         if plan.legal and plan.fits_context is False and plan.longest_context is not None:
             notes.append(f"{index}. one request at {result.context:,} tokens does not fit; "
                          f"the longest that does is {plan.longest_context:,}")
@@ -101,9 +106,10 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             handed = format_bytes(plan.kv_handover_bytes, units)
             notes.append(f"{index}. each request hands {handed} of KV from the prefill pool "
                          "to the decode pool")
-    widths = Table(title=None)
+    widths = RichTable(title=None)
     for name in ("tp (pp 1)", "weights/device", "state/seq/device", "sequences", "verdict"):
-        widths.add_column(name, justify="left" if name == "verdict" else "right")
+        widths.add_column(name, justify="left" if name == "verdict" else "right",
+                          overflow="fold" if name == "verdict" else "ellipsis")
     for w in result.widths:
         verdict = "fits" if w.fits else ("illegal: " if not w.legal else "") + (w.why or "")
         widths.add_row(f"{w.tp}", format_bytes(w.weight_bytes, units),
@@ -114,8 +120,8 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
         f"weights {format_bytes(result.model_weight_bytes, units)} for one replica; "
         f"{format_bytes(result.usable_bytes, units)} usable per device, as "
         f"{_engine(result)} accounts for it")
-    parts: list[Table | Text] = [head, weights_line]
-    parts += [Text(f"note: {note}", style="yellow") for note in result.notes]
+    parts: list[RichTable | Text] = [head, weights_line]
+    parts += [Diagnostic(note) for note in result.notes]
     if result.widths:
         parts.append(widths)
     parts += [summary, table]
@@ -131,13 +137,15 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
     if result.refused:
         lines = [f"  {r.reason} ({_splits(r.splits)})" for r in result.refused]
         parts.append(Text("refused splits:\n" + "\n".join(lines)))
-    parts.append(Text("* reserve is an estimate: " + result.estimate, style="dim"))
-    timed = next((p.timing for p in result.plans if p.timing is not None), None)
+    parts.append(Footnote("* reserve is an estimate: " + result.estimate, column="reserve*",
+                          style="dim"))
+    timed = next((p.timing for p in shown if p.timing is not None), None)
     if timed is not None:
-        parts.append(Text(
+        parts.append(Footnote(
             f"† time to first token / time per output token: {timed.estimate}; prefill of "
             f"{timed.prompt_tokens:,} tokens, decode at the batch one engine holds (or "
-            "--batch); bounds and tokens/s in JSON", style="dim"))
+            "--batch); bounds and tokens/s in JSON", column="time†", style="dim"))
     if notes:
         parts.append(Text("\n".join(notes)))
+    parts += [Diagnostic(warning) for warning in warnings]
     return parts
