@@ -226,8 +226,19 @@ def refused(model_level: list[tuple[str, str]], judged: list[Sized]) -> list[Ref
     by_splits: dict[tuple[str, ...], list[str]] = {}
     for reason, splits in by_reason.items():
         by_splits.setdefault(tuple(splits), []).append(reason)
-    return [RefusedSplit(reason="; ".join(reasons), splits=list(splits))
+    return [RefusedSplit(reason=_join(reasons), splits=list(splits))
             for splits, reasons in by_splits.items()]
+
+
+def _join(reasons: list[str]) -> str:
+    """Reasons said together: "tp 3 does not divide the 64 attention heads or the 8 KV
+    heads" when they share their opening words, else one after another."""
+    if len(reasons) > 1:
+        head = reasons[0].split(" the ", 1)[0] + " the "
+        if all(r.startswith(head) for r in reasons):
+            parts = [r[len(head):] for r in reasons]
+            return head + ", the ".join(parts[:-1]) + " or the " + parts[-1]
+    return "; ".join(reasons)
 
 
 def smallest(plans: list[Plan]) -> SmallestFit | None:
