@@ -1,0 +1,181 @@
+"""Every config under tests/data (and every preset) builds the same ModelSpec as recorded.
+
+`tests/data/spec-snapshots/` holds what the importer built for each case when the snapshot
+was taken: the full `model_dump()` of each real config, preset and composite variant, and for
+every key of a set of base configs the digest (or the error) of the spec built with that key
+removed, and with it set to null, so a class default that moves or a required key that
+starts defaulting shows up. `sparse.json` holds, for each base config, the smallest config
+the importer accepted (every key it could fill in itself left out).
+
+UPDATE_SPEC_SNAPSHOTS=1 rewrites the files from a fresh run instead of comparing; do that
+only for an intended change of output, and say which.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from llm_inventory.errors import InputError
+from llm_inventory.spec.hf import from_hf_config, supported_model_types
+from tests.reference import DATA
+
+SNAPSHOTS = DATA / "spec-snapshots"
+UPDATE = bool(os.environ.get("UPDATE_SPEC_SNAPSHOTS"))
+# Base configs whose keys are perturbed one by one: each configuration class's own
+# defaults, and one real config of every model type those do not cover.
+PERTURBED = [
+    *sorted(f"transformers-defaults/{p.name}" for p in (DATA / "transformers-defaults").iterdir()),
+    *sorted(f"more-configs/{p.name}" for p in (DATA / "more-configs").iterdir()
+            if p.name.startswith("transformers-defaults--")),
+    "models/Qwen2.5-VL-7B-Instruct.json",
+    "more-configs/Qwen--Qwen2-VL-7B-Instruct.json",
+    "more-configs/llava-hf--llava-1.5-7b-hf.json",
+    "more-configs/meta-llama--Llama-3.2-90B-Vision-Instruct.json",
+    "configs/google--gemma-3-4b-it.json",
+    "configs/mistralai--Mistral-Small-3.1-24B-Instruct-2503.json",
+    "engine-logs/configs/meta-llama--Llama-4-Scout-17B-16E-Instruct.json",
+    "models/snowflake-arctic-embed-m.json",
+    "more-configs/openai--whisper-base.json",
+]
+
+
+def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _load(relative: str) -> dict[str, Any]:
+    return dict(json.loads((DATA / relative).read_text()))
+
+
+@cache
+def cases() -> dict[str, dict[str, Any]]:
+    """Case id → config mapping: real configs, presets, composite defaults and variants."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(DATA.rglob("*.json")):
+        if SNAPSHOTS in path.parents:
+            continue
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and isinstance(data.get("model_type"), str):
+            found[path.relative_to(DATA).as_posix()] = data
+    folder = resources.files("llm_inventory.data").joinpath("presets")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json"):
+            found[f"presets/{entry.name}"] = json.loads(entry.read_text("utf-8"))
+    oracle = _load("more-configs/oracle-totals.json")
+    for model_type, arch in oracle["architectures"].items():
+        minimal = {"model_type": model_type, "architectures": [arch]}
+        found[f"minimal/{model_type}"] = minimal
+        found[f"empty-sub-configs/{model_type}"] = {**minimal, "text_config": {},
+                                                    "vision_config": {}}
+    for i, variant in enumerate(oracle["variants"]):
+        found[f"variants/{i}"] = _merge(_load(variant["base"]), variant["patch"])
+    return found
+
+
+def _build(data: dict[str, Any], label: str) -> dict[str, Any] | str:
+    """The spec's JSON dump, or the error's text."""
+    try:
+        return from_hf_config(copy.deepcopy(data), label).model_dump(mode="json")
+    except InputError as exc:
+        return f"InputError: {exc}"
+
+
+def _digest(result: dict[str, Any] | str) -> str:
+    if isinstance(result, str):
+        return result
+    text = json.dumps(result, sort_keys=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _perturbations(base: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each top-level and sub-config key removed, and set to null, one at a time."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in base.items():
+        out[f"-{key}"] = {k: v for k, v in base.items() if k != key}
+        out[f"{key}=null"] = {**base, key: None}
+        if isinstance(value, dict) and key.endswith("_config"):
+            for sub in value:
+                out[f"-{key}.{sub}"] = {**base, key: {k: v for k, v in value.items()
+                                                       if k != sub}}
+                out[f"{key}.{sub}=null"] = {**base, key: {**value, sub: None}}
+    return out
+
+
+def _sparse(base: dict[str, Any], label: str) -> dict[str, Any]:
+    """The base config with every key whose removal the importer accepts taken out."""
+    current = copy.deepcopy(base)
+    for key in list(base):
+        trial = {k: v for k, v in current.items() if k != key}
+        if not isinstance(_build(trial, label), str):
+            current = trial
+    return current
+
+
+def _write(name: str, data: Any) -> None:
+    SNAPSHOTS.mkdir(exist_ok=True)
+    (SNAPSHOTS / name).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def _read(name: str) -> Any:
+    return json.loads((SNAPSHOTS / name).read_text())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _regenerate() -> None:
+    if not UPDATE:
+        return
+    _write("specs.json", {case: _build(data, case) for case, data in cases().items()})
+    perturbed: dict[str, dict[str, str]] = {}
+    sparse: dict[str, dict[str, Any]] = {}
+    for name in PERTURBED:
+        base = _load(name)
+        perturbed[name] = {p: _digest(_build(cfg, name))
+                           for p, cfg in _perturbations(base).items()}
+        small = _sparse(base, name)
+        sparse[name] = {"config": small, "spec": _build(small, name)}
+    _write("perturbed.json", perturbed)
+    _write("sparse.json", sparse)
+
+
+def test_every_case_is_recorded() -> None:
+    assert sorted(_read("specs.json")) == sorted(cases())
+
+
+@pytest.mark.parametrize("case", sorted(cases()))
+def test_spec_is_unchanged(case: str) -> None:
+    assert _build(cases()[case], case) == _read("specs.json")[case]
+
+
+@pytest.mark.parametrize("name", PERTURBED)
+def test_defaults_and_required_keys_are_unchanged(name: str) -> None:
+    recorded = _read("perturbed.json")[name]
+    got = {p: _digest(_build(cfg, name)) for p, cfg in _perturbations(_load(name)).items()}
+    assert got == recorded
+
+
+@pytest.mark.parametrize("name", PERTURBED)
+def test_sparse_config_builds_the_same_spec(name: str) -> None:
+    entry = _read("sparse.json")[name]
+    assert _build(entry["config"], name) == entry["spec"]
+
+
+def test_every_case_builds() -> None:
+    assert not [case for case, spec in _read("specs.json").items() if isinstance(spec, str)]
+
+
+def test_every_supported_model_type_is_perturbed() -> None:
+    assert {_load(name)["model_type"] for name in PERTURBED} == set(supported_model_types())
