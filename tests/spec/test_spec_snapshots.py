@@ -28,11 +28,14 @@ from llm_inventory.spec.hf import from_hf_config, supported_model_types
 from tests.reference import DATA
 
 SNAPSHOTS = DATA / "spec-snapshots"
+# Classes that only appear nested in a composite config are not configs of their own.
+SUB_CONFIGS = DATA / "transformers-defaults" / "sub-configs"
 UPDATE = bool(os.environ.get("UPDATE_SPEC_SNAPSHOTS"))
 # Base configs whose keys are perturbed one by one: each configuration class's own
 # defaults, and one real config of every model type those do not cover.
 PERTURBED = [
-    *sorted(f"transformers-defaults/{p.name}" for p in (DATA / "transformers-defaults").iterdir()),
+    *sorted(f"transformers-defaults/{p.name}"
+            for p in (DATA / "transformers-defaults").glob("*.json")),
     *sorted(f"more-configs/{p.name}" for p in (DATA / "more-configs").iterdir()
             if p.name.startswith("transformers-defaults--")),
     "models/Qwen2.5-VL-7B-Instruct.json",
@@ -66,7 +69,7 @@ def cases() -> dict[str, dict[str, Any]]:
     """Case id → config mapping: real configs, presets, composite defaults and variants."""
     found: dict[str, dict[str, Any]] = {}
     for path in sorted(DATA.rglob("*.json")):
-        if SNAPSHOTS in path.parents:
+        if SNAPSHOTS in path.parents or SUB_CONFIGS in path.parents:
             continue
         data = json.loads(path.read_text())
         if isinstance(data, dict) and isinstance(data.get("model_type"), str):
