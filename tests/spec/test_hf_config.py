@@ -71,7 +71,8 @@ def test_deepseek_notes_the_mtp_layer() -> None:
 @pytest.mark.parametrize(
     ("patch", "field"),
     [
-        ({"model_type": "nonesuch"}, "model_type"),
+        # An unknown type whose class is known dispatches on the class (test_hf_registry.py).
+        ({"model_type": "nonesuch", "architectures": ["NonesuchForCausalLM"]}, "model_type"),
         ({"model_type": None}, "model_type"),
         ({"hidden_size": "big"}, "hidden_size"),
         ({"hidden_size": -4096}, "hidden_size"),

@@ -23,7 +23,7 @@ from llm_inventory.engine.params import count_parameters
 from llm_inventory.engine.state import StateKind
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import from_hf_config
-from llm_inventory.spec.hf.multimodal import BUILDERS
+from llm_inventory.spec.hf.registry import MULTIMODAL_MODELS
 from llm_inventory.spec.model import Component, ModelSpec
 from tests.reference import DATA, model_config, oracle_totals, reference_models
 
@@ -73,7 +73,7 @@ def test_qwen2_5_vl_matches_the_reference_count() -> None:
 
 
 SHARED_VLM = [(p, t) for p, t in oracle_totals()
-              if json.loads(p.read_text())["model_type"] in BUILDERS]
+              if json.loads(p.read_text())["model_type"] in MULTIMODAL_MODELS]
 
 
 def test_every_shared_vlm_config_is_covered() -> None:
@@ -95,13 +95,13 @@ def test_more_configs_match_transformers(name: str) -> None:
     assert _total(_load(f"more-configs/{name}")) == _oracle()["configs"][name]
 
 
-@pytest.mark.parametrize("model_type", sorted(BUILDERS))
+@pytest.mark.parametrize("model_type", sorted(MULTIMODAL_MODELS))
 def test_transformers_defaults_for_absent_keys(model_type: str) -> None:
     """A config with nothing but its type builds what the configuration classes default to."""
     assert _total(_minimal(model_type)) == _oracle()["minimal"][model_type]
 
 
-@pytest.mark.parametrize("model_type", sorted(BUILDERS))
+@pytest.mark.parametrize("model_type", sorted(MULTIMODAL_MODELS))
 def test_empty_sub_configs_take_their_class_defaults(model_type: str) -> None:
     """LLaVA and Mistral3 default an absent sub-config differently from an empty one."""
     data = _minimal(model_type, text_config={}, vision_config={})
