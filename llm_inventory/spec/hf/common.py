@@ -189,14 +189,14 @@ def norm(name: str, width: int, *, bias: bool,
 
 def over_defaults(data: dict[str, Any], model_type: str, label: str, name: str,
                   reads_as: str | None = None) -> HFConfig:
-    """A nested mapping over its class's defaults; `reads_as` names the builder's own type
-    when its fallbacks are another class's (Qwen2-VL's text model is read by Qwen2's)."""
-    known = has_class_defaults(model_type)
-    cls = class_defaults(model_type) if known else None
-    reader = class_defaults(reads_as) if reads_as else cls
+    """A nested mapping over its class's defaults. `reads_as` names the model type whose
+    builder reads it (Qwen2-VL's text model is read by Qwen2's): that class's defaults
+    stand in for keys the nested class does not have."""
+    cls = class_defaults(model_type) if has_class_defaults(model_type) else None
+    filled = {**(class_defaults(reads_as).filled if reads_as else {}),
+              **(cls.filled if cls else {})}
     data = cls.aliased(data) if cls else data
-    return HFConfig({**(cls.defaults if cls else {}), **data}, label, name,
-                    defaults=reader.filled if reader else None)
+    return HFConfig({**(cls.defaults if cls else {}), **data}, label, name, defaults=filled)
 
 
 def sub_config(c: HFConfig, key: str, model_type: str | None = None,
