@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from llm_inventory.spec.hf import registry
+from llm_inventory.engine.params import count_parameters
+from llm_inventory.errors import InputError
+from llm_inventory.spec.hf import from_hf_config, registry
 from llm_inventory.spec.hf.defaults import class_defaults
 from tests.reference import DATA
 
@@ -110,3 +112,73 @@ def test_reference_files_are_what_the_script_writes() -> None:
     for path in [*REFERENCES.glob("*.json"), *(REFERENCES / "sub-configs").glob("*.json")]:
         text = Path(path).read_text()
         assert text == json.dumps(json.loads(text), indent=1), path.name
+
+
+# --- absent means the class default --------------------------------------------------------
+
+# Keys of a class's own defaults whose absence is not its default, and why.
+READ_FROM_FILE = {
+    "model_type": "it names the class",
+    "architectures": "it names the head class (the encoders' files set one)",
+    "max_position_embeddings": "a config that gives none has no known context",
+}
+
+
+def _expanded(spec: Any) -> dict[str, Any]:
+    """The spec's dump with each stack's layer kinds spelled out per layer (a repeating
+    pattern and its expansion are the same model) and without the notes."""
+    dump = spec.model_dump(mode="json")
+    dump.pop("notes")
+    for part, stack in (("decoder", spec.decoder),
+                        ("encoder", spec.encoder.stack if spec.encoder else None)):
+        if stack is not None:
+            target = dump[part] if part == "decoder" else dump[part]["stack"]
+            target["layer_types"] = [str(k) for k in stack.kinds()]
+    return dump
+
+
+@pytest.mark.parametrize("model_type", sorted(registry.MODELS))
+def test_a_left_out_key_takes_the_class_default(model_type: str) -> None:
+    """From the class's own to_dict(), leaving out any one key builds the same model, or
+    is an error naming that key (the shape a config.json must give)."""
+    reference = _reference(model_type)
+    base = _expanded(from_hf_config(reference, "config.json"))
+    changed = []
+    for key in reference:
+        if key in READ_FROM_FILE:
+            continue
+        try:
+            spec = from_hf_config({k: v for k, v in reference.items() if k != key},
+                                  "config.json")
+        except InputError as exc:
+            if key not in str(exc):
+                changed.append(f"{key}: {exc}")
+            continue
+        if _expanded(spec) != base:
+            changed.append(key)
+    assert changed == []
+
+
+@pytest.mark.parametrize(("model_type", "key", "field", "value"), [
+    # MistralConfig: num_key_value_heads null is as many as the heads (its __post_init__).
+    ("mistral", "num_key_value_heads", "kv_heads", 32),
+    # DeepseekV3: n_shared_experts null is none (`if config.n_shared_experts is not None`).
+    ("deepseek_v3", "n_shared_experts", "shared_experts", 0),
+])
+def test_an_explicit_null_is_not_the_class_default(model_type: str, key: str, field: str,
+                                                   value: int) -> None:
+    spec = from_hf_config({**_reference(model_type), key: None}, "config.json")
+    assert spec.decoder is not None
+    found = getattr(spec.decoder.moe, field) if field == "shared_experts" else getattr(
+        spec.decoder, field)
+    assert found == value
+
+
+def test_deepseek_v3_left_bare_is_the_class_default_moe() -> None:
+    """DeepseekV3Config(): 256 routed experts, 8 per token, one shared, three dense layers
+    first (671 B parameters of DeepSeek-V3's shape with the class's 61 layers)."""
+    reference = _reference("deepseek_v3")
+    bare = {k: v for k, v in reference.items() if k not in (
+        "n_routed_experts", "num_experts_per_tok", "n_shared_experts", "first_k_dense_replace")}
+    assert count_parameters(from_hf_config(bare, "config.json")).total == count_parameters(
+        from_hf_config(reference, "config.json")).total

@@ -88,7 +88,8 @@ def core(c: HFConfig, **overrides: Any) -> dict[str, Any]:
         "layers": c.integer("num_hidden_layers"),
         "hidden_size": hidden,
         "heads": heads,
-        "kv_heads": c.integer("num_key_value_heads", heads),
+        # Null is as many KV heads as heads (every class's backward-compatible reading).
+        "kv_heads": present_or_default(c, "num_key_value_heads") or heads,
         "head_dim": c.integer("head_dim", hidden // heads),
         "intermediate_size": c.integer("intermediate_size"),
         "vocab_size": c.integer("vocab_size"),
@@ -103,10 +104,13 @@ def core(c: HFConfig, **overrides: Any) -> dict[str, Any]:
     return fields
 
 
-def present_or_default(c: HFConfig, key: str) -> int | None:
-    """A key whose explicit null switches a feature off (MistralConfig's sliding_window):
-    the file's value, null kept; the class default only when the key is absent."""
-    return c.opt_integer(key) if key in c.data else c.integer(key)
+def present_or_default(c: HFConfig, key: str, *, minimum: int = 1) -> int | None:
+    """A key whose explicit null is not its class default (MistralConfig's sliding_window
+    null switches sliding off; DeepSeek's n_shared_experts null means none): the file's
+    value, null kept as None; the class default, if any, only when the key is absent."""
+    if key in c.data or c.raw(key) is None:
+        return c.opt_integer(key, minimum=minimum)
+    return c.integer(key, minimum=minimum)
 
 
 def all_sliding(c: HFConfig, window: int | None) -> dict[str, Any]:

@@ -9,16 +9,16 @@ from llm_inventory.spec.model import MLA, ModelSpec, MoE, Stack
 
 
 def _moe(c: HFConfig, notes: list[str]) -> MoE | None:
-    """The routed experts, when n_routed_experts is set."""
-    routed = c.opt_integer("n_routed_experts")
+    """The routed experts; an explicit null n_routed_experts makes every MLP dense."""
+    routed = present_or_default(c, "n_routed_experts")
     if not routed:
         return None
-    top_k = c.opt_integer("num_experts_per_tok")
-    if top_k is None:
+    top_k = present_or_default(c, "num_experts_per_tok")
+    if top_k is None:  # unset, and DeepseekV2Config has no default
         top_k = 6
         notes.append("num_experts_per_tok is not set; active parameters assume 6 experts "
                      "per token (DeepSeek-V2's routing)")
-    shared = c.integer("n_shared_experts", 0, minimum=0)
+    shared = present_or_default(c, "n_shared_experts", minimum=0) or 0
     expert_size = c.integer("moe_intermediate_size")
     return MoE(
         experts=routed,
@@ -26,7 +26,7 @@ def _moe(c: HFConfig, notes: list[str]) -> MoE | None:
         expert_intermediate_size=expert_size,
         shared_experts=shared,
         shared_intermediate_size=expert_size if shared else 0,
-        first_dense=c.integer("first_k_dense_replace", 0, minimum=0),
+        first_dense=present_or_default(c, "first_k_dense_replace", minimum=0) or 0,
         # Neither class has moe_layer_freq any more; old files set it, 1 (every layer) if not.
         every=c.integer("moe_layer_freq", 1),
     )
@@ -59,7 +59,8 @@ def _deepseek(c: HFConfig) -> ModelSpec:
         mla=mla,
         moe=moe,
     )
-    if c.integer("num_nextn_predict_layers", 0, minimum=0):
+    # DeepseekV2Config has no multi-token-prediction layers; an explicit null has none.
+    if present_or_default(c, "num_nextn_predict_layers", minimum=0):
         notes.append(
             f"the checkpoint also carries {c.raw('num_nextn_predict_layers')} multi-token-"
             "prediction layer(s), which transformers does not instantiate and this count "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import decoder_model
+from llm_inventory.spec.hf.common import decoder_model, present_or_default
 from llm_inventory.spec.model import SSM, LayerKind, ModelSpec, Stack
 
 
@@ -66,7 +66,9 @@ def mamba2(c: HFConfig) -> ModelSpec:
             d_conv=c.integer("conv_kernel"),
             expand=expand,
             n_groups=c.integer("n_groups"),
-            heads=c.integer("num_heads", expand * hidden // head_dim),
+            # Mamba2Config's 128 when absent; a null (as the importer always read it) is
+            # every head_dim-wide slice of the expanded width.
+            heads=present_or_default(c, "num_heads") or expand * hidden // head_dim,
             head_dim=head_dim,
             conv_bias=c.flag("use_conv_bias"),
             proj_bias=c.flag("use_bias"),
