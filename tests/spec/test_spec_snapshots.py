@@ -1,11 +1,12 @@
 """Every config under tests/data (and every preset) builds the same ModelSpec as recorded.
 
-`tests/data/spec-snapshots/` holds what the importer built for each case when the snapshot
-was taken: the full `model_dump()` of each real config, preset and composite variant, and for
-every key of a set of base configs the digest (or the error) of the spec built with that key
-removed, and with it set to null, so a class default that moves or a required key that
-starts defaulting shows up. `sparse.json` holds, for each base config, the smallest config
-the importer accepted (every key it could fill in itself left out).
+`tests/data/spec-snapshots/<model_type>.json` holds what the importer built for each case
+of that model type when the snapshot was taken: the full `model_dump()` of each real
+config, preset and composite variant (`specs`); for every key of a set of base configs the
+digest (or the error) of the spec built with that key removed, and with it set to null, so
+a class default that moves or a required key that starts defaulting shows up
+(`perturbed`); and for each base config the smallest config the importer accepted, every
+key it could fill in itself left out (`sparse`).
 
 UPDATE_SPEC_SNAPSHOTS=1 rewrites the files from a fresh run instead of comparing; do that
 only for an intended change of output, and say which.
@@ -128,56 +129,71 @@ def _sparse(base: dict[str, Any], label: str) -> dict[str, Any]:
     return current
 
 
-def _write(name: str, data: Any) -> None:
-    SNAPSHOTS.mkdir(exist_ok=True)
-    (SNAPSHOTS / name).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+def _type_of(data: dict[str, Any]) -> str:
+    return str(data["model_type"])
 
 
-def _read(name: str) -> Any:
-    return json.loads((SNAPSHOTS / name).read_text())
+@cache
+def _recorded(section: str) -> dict[str, Any]:
+    """One section (specs, perturbed, sparse) of every model type's snapshot file."""
+    found: dict[str, Any] = {}
+    for path in sorted(SNAPSHOTS.glob("*.json")):
+        found.update(json.loads(path.read_text())[section])
+    return found
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _regenerate() -> None:
+    """UPDATE_SPEC_SNAPSHOTS=1: rewrite one file per model type (so adding a family touches
+    only its own file)."""
     if not UPDATE:
         return
-    _write("specs.json", {case: _build(data, case) for case, data in cases().items()})
-    perturbed: dict[str, dict[str, str]] = {}
-    sparse: dict[str, dict[str, Any]] = {}
+    files: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def section(model_type: str, name: str) -> dict[str, Any]:
+        entry = files.setdefault(model_type, {"specs": {}, "perturbed": {}, "sparse": {}})
+        return entry[name]
+
+    for case, data in cases().items():
+        section(_type_of(data), "specs")[case] = _build(data, case)
     for name in PERTURBED:
         base = _load(name)
-        perturbed[name] = {p: _digest(_build(cfg, name))
-                           for p, cfg in _perturbations(base).items()}
+        section(_type_of(base), "perturbed")[name] = {
+            p: _digest(_build(cfg, name)) for p, cfg in _perturbations(base).items()}
         small = _sparse(base, name)
-        sparse[name] = {"config": small, "spec": _build(small, name)}
-    _write("perturbed.json", perturbed)
-    _write("sparse.json", sparse)
+        section(_type_of(base), "sparse")[name] = {"config": small, "spec": _build(small, name)}
+    SNAPSHOTS.mkdir(exist_ok=True)
+    for stale in SNAPSHOTS.glob("*.json"):
+        stale.unlink()
+    for model_type, content in files.items():
+        (SNAPSHOTS / f"{model_type}.json").write_text(
+            json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
 def test_every_case_is_recorded() -> None:
-    assert sorted(_read("specs.json")) == sorted(cases())
+    assert sorted(_recorded("specs")) == sorted(cases())
 
 
 @pytest.mark.parametrize("case", sorted(cases()))
 def test_spec_is_unchanged(case: str) -> None:
-    assert _build(cases()[case], case) == _read("specs.json")[case]
+    assert _build(cases()[case], case) == _recorded("specs")[case]
 
 
 @pytest.mark.parametrize("name", PERTURBED)
 def test_defaults_and_required_keys_are_unchanged(name: str) -> None:
-    recorded = _read("perturbed.json")[name]
+    recorded = _recorded("perturbed")[name]
     got = {p: _digest(_build(cfg, name)) for p, cfg in _perturbations(_load(name)).items()}
     assert got == recorded
 
 
 @pytest.mark.parametrize("name", PERTURBED)
 def test_sparse_config_builds_the_same_spec(name: str) -> None:
-    entry = _read("sparse.json")[name]
+    entry = _recorded("sparse")[name]
     assert _build(entry["config"], name) == entry["spec"]
 
 
 def test_every_case_builds() -> None:
-    assert not [case for case, spec in _read("specs.json").items() if isinstance(spec, str)]
+    assert not [case for case, spec in _recorded("specs").items() if isinstance(spec, str)]
 
 
 def test_every_supported_model_type_is_perturbed() -> None:
