@@ -13,6 +13,8 @@ Dev only: it needs torch and transformers (`pip install torch transformers`); ne
 dependency of the package or of its tests. From the repository root:
 
     python dev/reference_counts.py tests/data/configs/google--gemma-2-2b-it.json
+    python dev/reference_counts.py tests/data/transformers-defaults/mistral.json \
+        --architecture MistralForCausalLM
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ import transformers
 from transformers import CONFIG_MAPPING
 
 
-def count(data: dict[str, Any]) -> int:
-    """Parameters of the model `architectures[0]` builds from this config."""
+def count(data: dict[str, Any], architecture: str | None = None) -> int:
+    """Parameters of the model `architectures[0]` (or `architecture`) builds from this
+    config."""
     data = {k: v for k, v in data.items() if k != "quantization_config"}
     config = CONFIG_MAPPING[data["model_type"]].from_dict(data)
-    model_class = getattr(transformers, data["architectures"][0])
+    model_class = getattr(transformers, architecture or data["architectures"][0])
     with torch.device("meta"):
         model = model_class(config)
     return sum(p.numel() for p in model.parameters())  # shared (tied) tensors once
@@ -40,8 +43,11 @@ def count(data: dict[str, Any]) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="+", type=Path)
+    parser.add_argument("--architecture", help="the class to build, for files that name "
+                        "none (a class's own defaults: `architectures` is null)")
     args = parser.parse_args()
-    totals = {str(path): count(json.loads(path.read_text())) for path in args.configs}
+    totals = {str(path): count(json.loads(path.read_text()), args.architecture)
+              for path in args.configs}
     print(json.dumps({
         "_about": f"total parameters, transformers {transformers.__version__} on torch "
                   f"{torch.__version__}'s meta device (dev/reference_counts.py), "

@@ -6,6 +6,10 @@
 - data/transformers-defaults: each configuration class's own defaults.
 - data/oracle-totals.json: totals for the last three, computed by instantiating each config
   with transformers on PyTorch's meta device.
+- data/transformers-architectures.json: the model classes transformers 5.23.0 maps to each
+  model type (dev/transformers_architectures.py).
+- data/spec-snapshots: the ModelSpec the importer built for each config, recorded by
+  tests/spec/test_spec_snapshots.py (UPDATE_SPEC_SNAPSHOTS=1), one file per model type.
 """
 
 from __future__ import annotations
