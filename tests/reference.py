@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from functools import cache
 from pathlib import Path
@@ -45,3 +46,14 @@ def oracle_totals() -> list[tuple[Path, int]]:
 @cache
 def engine_runs() -> list[dict[str, Any]]:
     return list(json.loads((DATA / "engine-logs" / "runs.json").read_text()))
+
+
+def merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `patch` merged in: nested mappings merge, other values replace."""
+    out = copy.deepcopy(base)
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

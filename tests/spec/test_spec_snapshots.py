@@ -26,7 +26,7 @@ import pytest
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import from_hf_config, supported_model_types
-from tests.reference import DATA
+from tests.reference import DATA, merge
 
 SNAPSHOTS = DATA / "spec-snapshots"
 # Classes that only appear nested in a composite config are not configs of their own.
@@ -49,16 +49,6 @@ PERTURBED = [
     "models/snowflake-arctic-embed-m.json",
     "more-configs/openai--whisper-base.json",
 ]
-
-
-def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def _load(relative: str) -> dict[str, Any]:
@@ -86,7 +76,7 @@ def cases() -> dict[str, dict[str, Any]]:
         found[f"empty-sub-configs/{model_type}"] = {**minimal, "text_config": {},
                                                     "vision_config": {}}
     for i, variant in enumerate(oracle["variants"]):
-        found[f"variants/{i}"] = _merge(_load(variant["base"]), variant["patch"])
+        found[f"variants/{i}"] = merge(_load(variant["base"]), variant["patch"])
     return found
 
 
