@@ -440,8 +440,8 @@ class SglangEngine(ServingEngine):
             kind = FLAG_TYPES[name]
             if kind is bool and not isinstance(value, bool) or kind is not bool and (
                     isinstance(value, bool) or not isinstance(value, int | float)):
-                raise InputError("engine_flags", f"{name} takes a {kind.__name__}, got "
-                                 f"{value!r}")
+                noun = {int: "a whole number", float: "a number"}.get(kind, "true or false")
+                raise InputError("engine_flags", f"{name} takes {noun}, got {value!r}")
         gpu = self.gpu_mem_mib(device)
         chunk, _ = tier_defaults(self.tier_rule, gpu, 1)
         chunk = int(flags.get("chunked_prefill_size") or asked.max_num_batched_tokens or chunk)

@@ -315,7 +315,7 @@ def test_not_enough_memory() -> None:
 def test_unknown_engine_flag_is_refused() -> None:
     with pytest.raises(InputError, match="does not take 'gpu_memory_utilization'"):
         _settings("0.5.23", "h100-sxm", gpu_memory_utilization=0.9)
-    with pytest.raises(InputError, match="page_size takes a int"):
+    with pytest.raises(InputError, match="page_size takes a whole number"):
         _settings("0.5.23", "h100-sxm", page_size="big")
 
 
