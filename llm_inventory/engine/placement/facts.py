@@ -182,6 +182,7 @@ class ModelFacts:
             widest_per_token=_widest(s, tp, ep) if s is not None else 0,
             moe_workspace_per_token=self._moe_workspace(tp, ep),
             activation_bits=self.act_bits,
+            mla=s is not None and s.mla is not None,
         )
 
     def reserve(self, tp: int, pp: int, ep: int, stage: int) -> ReserveEstimate:

@@ -26,6 +26,15 @@ from llm_inventory.errors import InputError
 # an engine is its default. Versions compare as dotted integers.
 ERAS: tuple[tuple[str, str, str], ...] = (
     ("vllm", "0.11", "vllm"),
+    ("sglang", "0.5.20", "sglang"),
+    ("sglang", "0.5.10", "sglang_graph"),
+    ("sglang", "0.5.6", "sglang_mamba"),
+    ("sglang", "0.5.3", "sglang_reserve"),
+    ("sglang", "0.4.10", "sglang_swa"),
+    ("sglang", "0.4.8", "sglang_gpu"),
+    ("sglang", "0.4.7", "sglang_047"),
+    ("sglang", "0.4.6", "sglang_046"),
+    ("sglang", "0.4", "sglang_tp"),
 )
 
 _loaded: dict[str, ServingEngine] = {}

@@ -108,6 +108,7 @@ class KvLayer:
     window: int | None = None
     bytes_per_token: int = 0
     fixed_bytes: int = 0
+    split_kv: bool = True  # held as K and V heads (False: one latent per token, as MLA)
 
 
 def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
@@ -119,7 +120,7 @@ def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
     if not per_token and not fixed:
         return None
     return KvLayer(kind=run.kind, window=run.window, bytes_per_token=per_token,
-                   fixed_bytes=fixed)
+                   fixed_bytes=fixed, split_kv=kind.heads_per_device(run, tp) is not None)
 
 
 def device_layers_by_index(
@@ -188,6 +189,7 @@ class StageShape:
     widest_per_token: int  # activation elements per token of the widest layer on one rank
     moe_workspace_per_token: int  # fused-MoE workspace elements per token (0: none)
     activation_bits: int
+    mla: bool = False  # the stage's attention keeps an MLA latent (some engines reserve more)
 
 
 class ServingEngine(ABC):
