@@ -179,6 +179,16 @@ class ExtraTensor(_Spec):
     linear: bool = False  # a matmul weight quantization applies to
 
 
+class RopeScaling(_Spec):
+    """A config's `rope_scaling` / `rope_parameters`: how the rotary embedding is extended
+    past the trained positions (`type`: linear, dynamic, yarn, deepseek_yarn, llama3,
+    longrope, mrope, default …)."""
+
+    type: Annotated[str, Field(min_length=1)] = "default"
+    factor: Annotated[float, Field(gt=0)] | None = None
+    original_max_positions: Pos | None = None
+
+
 class LayerOverride(_Spec):
     """Shapes that differ on some layers: the layers listed, or every layer of the kinds
     listed (Gemma 4's global layers, MiMo-V2's sliding layers, Nemotron-H's MLP-less mixer
@@ -259,10 +269,8 @@ class Stack(_Spec):
     ssm: SSM | None = None
     rope: bool = True  # rotary positions (engines keep a cos/sin cache)
     partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] = 1.0
-    # Positions of each cos/sin cache an engine precomputes (scaled RoPE variants extend
-    # it: linear and dynamic NTK × factor, YaRN original × factor); None: one cache of the
-    # model's max_context.
-    rope_cache_positions: list[Pos] | None = None
+    rope_scaling: RopeScaling | None = None  # how the rotary embedding is extended
+    local_rope: bool = False  # sliding layers keep their own unscaled rotary (Gemma 3)
     cross_attention: bool = False  # every layer also attends to the encoder (Whisper)
     cross_qk_norm: bool = False  # per-head q/k norms on cross-attention (Mllama)
     attn_output_gate: bool = False  # q_proj also yields a sigmoid gate on the output (×2)
@@ -434,10 +442,6 @@ class Quantization(_Spec):
     act_order_index: bool = False  # GPTQ's g_idx: one int32 per input feature
     ignore: list[str] = Field(default_factory=list)
     experts_only: bool = False
-    # Serving kernels that pad expert matrices at load time: the per-rank intermediate and
-    # each matmul's reduction dimension rounded up to a multiple of this (vLLM's MXFP4 MoE
-    # kernels on Hopper: 256).
-    runtime_pad: Pos | None = None
 
 
 class TensorRole(StrEnum):

@@ -95,8 +95,43 @@ class VllmV1(ServingEngine):
         )
 
     def expert_padding(self, spec: ModelSpec) -> int | None:
-        q = spec.quantization
-        return q.runtime_pad if q is not None else None
+        """MXFP4 MoE kernels (Hopper) pad each rank's expert intermediate and every matmul's
+        reduction dimension to a multiple of 256 when they load the weights."""
+        q, stack = spec.quantization, spec.decoder
+        if q is not None and q.method == "mxfp4" and stack is not None and stack.moe:
+            return 256
+        return None
+
+    def context_limit(self, spec: ModelSpec) -> int | None:
+        """The derived max_model_len (`_get_and_verify_max_len`, vllm/config/model.py): the
+        model's positions, × the rope scaling factor unless the type is su, longrope or
+        llama3 (YaRN scales original_max_position_embeddings), and never for Gemma 3,
+        whose positions already count the scaling."""
+        positions = spec.max_context
+        stack = spec.decoder
+        rope = stack.rope_scaling if stack is not None else None
+        if positions is None or rope is None or rope.factor is None or stack is None \
+                or stack.local_rope or rope.type in ("su", "longrope", "llama3"):
+            return positions
+        if rope.type in ("yarn", "deepseek_yarn") and rope.original_max_positions:
+            positions = rope.original_max_positions
+        return int(positions * rope.factor)
+
+    def rope_positions(self, spec: ModelSpec) -> list[int]:
+        """Positions of each cos/sin cache `get_rope` precomputes: linear and dynamic-NTK
+        scaling extend it to max_position_embeddings × factor, YaRN to the original
+        positions × factor; Llama 3, LongRoPE, mRoPE and plain RoPE keep the model's
+        positions; Gemma 3's sliding layers keep a second, unscaled cache."""
+        stack, positions = spec.decoder, spec.max_context
+        if stack is None or positions is None:
+            return []
+        rope, scaled = stack.rope_scaling, positions
+        if rope is not None and rope.factor is not None:
+            if rope.type in ("linear", "dynamic"):
+                scaled = int(positions * rope.factor)
+            elif rope.type in ("yarn", "deepseek_yarn") and rope.original_max_positions:
+                scaled = int(rope.original_max_positions * rope.factor)
+        return [positions, scaled] if stack.local_rope else [scaled]
 
     def runtime_buffer_bytes(self, spec: ModelSpec, dtype: str) -> int:
         """cos/sin caches: Σ cached positions × rotary dims × the activation dtype."""
@@ -106,9 +141,7 @@ class VllmV1(ServingEngine):
         if stack is None or not stack.rope or not stack.shaped:
             return 0
         rotary = max((kind.rotary_dim(s) for kind, s in kinds.variants(stack)), default=0)
-        positions = stack.rope_cache_positions or (
-            [spec.max_context] if spec.max_context else [])
-        return sum(p * rotary * dtype_bits(dtype) // 8 for p in positions)
+        return sum(p * rotary * dtype_bits(dtype) // 8 for p in self.rope_positions(spec))
 
     def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
         return estimate_reserve(

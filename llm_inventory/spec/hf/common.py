@@ -22,6 +22,7 @@ from llm_inventory.spec.model import (
     Family,
     LayerKind,
     ModelSpec,
+    RopeScaling,
     Shard,
     Stack,
 )
@@ -50,30 +51,22 @@ def layer_types(c: HFConfig) -> list[LayerKind] | None:
     return kinds
 
 
-def rope_cache_positions(c: HFConfig, scaled: bool = True) -> list[int] | None:
-    """Length of the cos/sin cache vLLM's rotary embedding precomputes for this config.
-
-    Linear and dynamic-NTK scaling extend it to max_position_embeddings × factor; YaRN (and
-    DeepSeek's YaRN) to original_max_position_embeddings × factor; Llama 3, LongRoPE,
-    mRoPE and unscaled RoPE keep max_position_embeddings.
-    """
-    positions = c.opt_integer("max_position_embeddings")
-    if positions is None:
-        return None
+def rope_scaling(c: HFConfig) -> RopeScaling | None:
+    """The config's rope scaling (`rope_scaling`, or transformers 5's `rope_parameters`), when
+    it sets a type other than plain RoPE or a factor."""
     rope = c.raw("rope_scaling") or c.raw("rope_parameters")
-    if not scaled or not isinstance(rope, dict):
-        return [positions]
+    if not isinstance(rope, dict):
+        return None
     kind = str(rope.get("rope_type") or rope.get("type") or "default")
     factor = rope.get("factor")
-    if not isinstance(factor, int | float) or factor <= 0:
-        return [positions]
-    if kind in ("linear", "dynamic"):
-        return [int(positions * factor)]
-    if kind in ("yarn", "deepseek_yarn"):
-        original = rope.get("original_max_position_embeddings")
-        if isinstance(original, int) and original > 0:
-            return [int(original * factor)]
-    return [positions]
+    original = rope.get("original_max_position_embeddings")
+    usable = isinstance(factor, int | float) and not isinstance(factor, bool) and factor > 0
+    if kind == "default" and not usable:
+        return None
+    return RopeScaling(
+        type=kind, factor=float(factor) if usable and factor is not None else None,
+        original_max_positions=original if isinstance(original, int) and not isinstance(
+            original, bool) and original > 0 else None)
 
 
 def core(c: HFConfig, **overrides: Any) -> dict[str, Any]:
@@ -98,7 +91,7 @@ def core(c: HFConfig, **overrides: Any) -> dict[str, Any]:
         "o_bias": c.flag("attention_bias", False),
         "mlp_bias": c.flag("mlp_bias", False),
         "partial_rotary_factor": c.number("partial_rotary_factor", 1.0),
-        "rope_cache_positions": rope_cache_positions(c),
+        "rope_scaling": rope_scaling(c),
     }
     fields.update(overrides)
     return fields

@@ -4,7 +4,7 @@ head_dim 256, embeddings tied; from Gemma 2 on, four norms per layer and sliding
 from __future__ import annotations
 
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import core, decoder_model, layer_types, rope_cache_positions
+from llm_inventory.spec.hf.common import core, decoder_model, layer_types
 from llm_inventory.spec.model import LayerKind, ModelSpec, Stack
 
 
@@ -27,10 +27,8 @@ def gemma3_text(c: HFConfig) -> ModelSpec:
         kinds = [LayerKind.SLIDING] * (pattern - 1) + [LayerKind.FULL]
     # Two rotary embeddings: the local (sliding) layers' unscaled one, the global layers'
     # scaled one (rope_scaling applies to global attention only).
-    local, scaled = rope_cache_positions(c, scaled=False), rope_cache_positions(c)
-    caches = [*local, *scaled] if local and scaled else None
     stack = Stack(**core(
         c, norms_per_layer=4, qk_norm="head", layer_types=kinds,
-        sliding_window=c.integer("sliding_window"), rope_cache_positions=caches,
+        sliding_window=c.integer("sliding_window"), local_rope=True,
     ))
     return decoder_model(c, stack)
