@@ -132,8 +132,10 @@ def root(
 # --- commands, in the order `inventory --help` lists them ---------------------------------
 from llm_inventory.cli import (  # noqa: E402
     devices,
+    engines,
     inventory,
     kv,
+    launch,
     models,
     placement,
     route,
@@ -145,6 +147,9 @@ app.command("kv")(kv.kv)
 app.command("inventory")(inventory.inventory)
 app.command("placement")(placement.placement)
 app.command("compare")(inventory.compare)
+app.command("launch", context_settings={"ignore_unknown_options": True,
+                                        "allow_interspersed_args": False})(launch.launch)
+app.command("engines")(engines.engines)
 app.command("models")(models.models)
 app.command("devices")(devices.devices)
 app.command("route")(route.route)
