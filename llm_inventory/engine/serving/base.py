@@ -225,6 +225,7 @@ class ServingEngine(ABC):
     label: ClassVar[str]  # how tables name it
     summary: ClassVar[str]  # one line: what decides its KV pool
     rules: ClassVar[tuple[tuple[str, str], ...]]  # (rule, source) pairs for `inventory engines`
+    calibrated_on: ClassVar[str | None] = None  # the start-ups its estimates were fitted on
 
     # --- settings and model facts ---------------------------------------------------------
 

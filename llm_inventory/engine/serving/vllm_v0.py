@@ -126,6 +126,7 @@ class VllmV0(VllmV1):
     versions = "0.2–0.10 (V0 engine)"
     version = "0.10"
     label = "vLLM 0.10 (V0)"
+    calibrated_on = "vLLM V0 start-ups (0.7 and 0.8)"
     summary = ("KV blocks = (total × gpu_memory_utilization − weights − non-torch − profiled "
                "peak) ÷ cache block size; MLA entries padded to 256 B; blocks of 16, no "
                "hybrid groups; the smallest worker binds")

@@ -38,6 +38,8 @@ class VllmV21(VllmV1):
     versions = "0.21 and later (V1 engine, CUDA graphs profiled up front)"
     version = "0.21"
     label = "vLLM 0.21"
+    calibrated_on = ("vLLM 0.19 start-ups, the CUDA-graph memory on the estimates they "
+                     "printed")
     summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
                "profiled activation peak − estimated CUDA-graph memory, in blocks of 16 "
                "tokens; the smallest worker binds")
