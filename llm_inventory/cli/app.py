@@ -133,9 +133,11 @@ def root(
 # --- commands, in the order `inventory --help` lists them ---------------------------------
 from llm_inventory.cli import (  # noqa: E402
     devices,
+    engines,
     help_format,
     inventory,
     kv,
+    launch,
     models,
     placement,
     route,
@@ -147,6 +149,10 @@ app.command("kv", cls=help_format.Command)(kv.kv)
 app.command("inventory", cls=help_format.Command)(inventory.inventory)
 app.command("placement", cls=help_format.Command)(placement.placement)
 app.command("compare", cls=help_format.Command)(inventory.compare)
+app.command("launch", cls=help_format.Command,
+            context_settings={"ignore_unknown_options": True,
+                              "allow_interspersed_args": False})(launch.launch)
+app.command("engines", cls=help_format.Command)(engines.engines)
 app.command("models", cls=help_format.Command)(models.models)
 app.command("devices", cls=help_format.Command)(devices.devices)
 app.command("route", cls=help_format.Command)(route.route)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from llm_inventory.engine.placement import PlacementResult, Plan
+from llm_inventory.engine.placement import DeviceFit, PlacementResult, Plan
 from llm_inventory.render.fit import Diagnostic, Footnote, Table
 from llm_inventory.units import UnitSystem, format_bytes
 
@@ -148,4 +150,45 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
     if notes:
         parts.append(Text("\n".join(notes)))
     parts += [Diagnostic(warning) for warning in warnings]
+    return parts
+
+
+def _best(result: PlacementResult) -> Plan | None:
+    return result.plans[0] if result.plans else None
+
+
+def engines_side_by_side(results: list[PlacementResult], units: UnitSystem,
+                         limit: int | None = None) -> list[RichTable | Text]:
+    """One model across engines: a column per engine for its best plan, then each engine's
+    own block."""
+    first = results[0]
+    head = Text(f"{first.model} on {first.count} × {first.device} · {first.context:,} "
+                f"tokens × {first.concurrency} · {len(results)} engines side by side",
+                style="bold")
+    table = Table(title="best plan of each engine")
+    table.add_column("")
+    for r in results:
+        table.add_column(_engine(r), justify="right")
+
+    def row(name: str, cell: Callable[[PlacementResult, Plan, DeviceFit], str]) -> None:
+        values = []
+        for r in results:
+            plan = _best(r)
+            d = plan.per_device if plan is not None else None
+            values.append(cell(r, plan, d) if plan is not None and d is not None else "—")
+        table.add_row(name, *values)
+
+    row("plan", lambda r, p, d: _split(p))
+    row("verdict", lambda r, p, d: _verdict(p).plain)
+    row("usable/device", lambda r, p, d: format_bytes(d.usable_bytes, units))
+    row("weights/device", lambda r, p, d: format_bytes(d.weight_bytes, units))
+    row("reserve*/device", lambda r, p, d: format_bytes(d.reserve_bytes, units))
+    row("KV pool/device", lambda r, p, d: format_bytes(d.kv_pool_bytes, units))
+    row("KV tokens", lambda r, p, d: f"{d.kv_capacity_tokens:,}")
+    row("conc.", lambda r, p, d: f"{p.max_concurrency:,.2f}"
+        if p.max_concurrency is not None else "—")
+    parts: list[RichTable | Text] = [head, table]
+    for r in results:
+        parts.append(Text(f"── {_engine(r)} ──", style="bold"))
+        parts += placement_tables(r, units, limit)
     return parts

@@ -72,6 +72,7 @@ def replay(run: dict[str, Any], spec: ModelSpec) -> Plan:
     model_dtype = _dtype(run["dtype"])
     spec = spec.model_copy(update={"dtype": model_dtype})
     request = PlacementRequest(
+        engine="vllm@0.19",  # the release these start-ups ran
         device=resolve_device(run["gpu"]),
         count=run["tp"] * run["pp"],
         tp=run["tp"], pp=run["pp"], ep=1,

@@ -58,7 +58,7 @@ class ModelFacts:
     has_encoder: bool
     dense_widths: list[int]  # distinct intermediate sizes of the dense MLPs, in layer order
     _prefix: dict[tuple[int, int], tuple[float, ...]] = field(default_factory=dict)
-    _reserve: dict[tuple[int, int, int, bool, bool], ReserveEstimate] = field(
+    _reserve: dict[tuple[int, int, int, bool, bool, int], ReserveEstimate] = field(
         default_factory=dict)
     _kv: dict[int, tuple[tuple[KvLayer, ...], ...]] = field(default_factory=dict)
     _pools: dict[tuple[int, int, int], PoolLayout] = field(default_factory=dict)
@@ -181,13 +181,14 @@ class ModelFacts:
             hidden=s.hidden_size if s is not None and s.hidden_size else 0,
             widest_per_token=_widest(s, tp, ep) if s is not None else 0,
             moe_workspace_per_token=self._moe_workspace(tp, ep),
-            activation_bits=self.act_bits,
+            activation_bits=self.act_bits, layers=len(self.ranges(pp)[stage]),
+            device_memory_bytes=self.request.device.memory_bytes,
             mla=s is not None and s.mla is not None,
         )
 
     def reserve(self, tp: int, pp: int, ep: int, stage: int) -> ReserveEstimate:
         """The engine's reserve on one stage (memoised on what it can depend on)."""
-        key = (tp, pp, ep, stage == 0, stage == pp - 1)
+        key = (tp, pp, ep, stage == 0, stage == pp - 1, len(self.ranges(pp)[stage]))
         if key not in self._reserve:
             self._reserve[key] = self.engine.reserve(self.stage_shape(tp, pp, ep, stage),
                                                      self.settings)
@@ -274,7 +275,8 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     settings = engine.settings(device, LaunchSettings(
         context=context, kv_dtype=kv, max_num_batched_tokens=request.max_num_batched_tokens,
         max_num_seqs=request.max_num_seqs, block_size=request.block_size,
-        memory_fraction=request.gpu_memory_utilization, flags=request.engine_flags))
+        memory_fraction=request.gpu_memory_utilization, flags=request.engine_flags,
+        dtype=activation_dtype(spec)))
     stack = spec.decoder
     layers = stack.layers if stack is not None else 1
     moe = stack.moe if stack is not None else None

@@ -17,6 +17,7 @@ from llm_inventory.engine.placement.models import (
 )
 from llm_inventory.engine.roofline import Timing, roofline
 from llm_inventory.engine.routing import expected_distinct_experts
+from llm_inventory.engine.serving.base import StartupContext
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
@@ -57,6 +58,10 @@ class Reporter:
             else None
         handover = self.handover() if shape.disaggregation == "prefill/decode" else None
         concurrency = sized.concurrency
+        report = facts.engine.startup(
+            cap, sized.pools[b], facts.settings,
+            StartupContext(device=request.device, weight_bytes=sized.weights[b],
+                           reserve=reserve)) if facts.state else None
         return Plan(
             tp=shape.tp, pp=shape.pp, ep=shape.ep, dp=sized.dp,
             devices_per_replica=shape.devices, devices_used=min(devices_used, request.count),
@@ -91,19 +96,28 @@ class Reporter:
             experts_per_rank=sized.experts_per_rank,
             kv_handover_bytes=handover,
             timing=timing,
-            startup=facts.engine.startup_lines(cap, sized.pools[b], facts.settings)
-            if facts.state else [],
+            startup=report.lines if report is not None else [],
+            startup_error=report.error if report is not None else None,
         )
 
     def longest_context(self, sized: Sized) -> int:
-        """The longest max_model_len one request fits, over every stage (0: none)."""
+        """The longest max_model_len one request fits, over every stage (0: none): as the
+        engine's pool layout finds it, else by vLLM's paging."""
         facts = self.facts
-        return min(
-            longest_context(facts.kv_layers(sized.shape.tp, r.start, r.stop), pool,
-                            block_size=facts.settings.block_size,
-                            max_num_batched_tokens=facts.settings.max_num_batched_tokens,
-                            upper=facts.context)
-            for r, pool in zip(sized.ranges, sized.pools, strict=True))
+        found = []
+        for r, pool, layout in zip(sized.ranges, sized.pools, sized.layouts, strict=True):
+            cap = layout.capacity(pool)
+            if cap.max_concurrency >= 1 or not layout.keeps_state:
+                found.append(facts.context)
+            elif cap.longest_context is not None:
+                found.append(cap.longest_context)
+            else:
+                found.append(longest_context(
+                    facts.kv_layers(sized.shape.tp, r.start, r.stop), pool,
+                    block_size=facts.settings.block_size,
+                    max_num_batched_tokens=facts.settings.max_num_batched_tokens,
+                    upper=facts.context))
+        return min(found)
 
     def devices_needed(self, sized: Sized) -> int | None:
         """Devices this shape needs to serve the workload: whole replicas, each holding its

@@ -44,6 +44,7 @@ class LaunchSettings(BaseModel):
     block_size: int | None = None
     memory_fraction: float | None = None
     flags: dict[str, FlagValue] = Field(default_factory=dict)
+    dtype: str | None = None  # the model's activation dtype (vLLM V0 aligns MLA entries by it)
 
 
 class EngineSettings(BaseModel):
@@ -59,6 +60,7 @@ class EngineSettings(BaseModel):
     memory_fraction: float
     kv_dtype: str
     flags: dict[str, FlagValue] = Field(default_factory=dict)
+    dtype: str | None = None  # the model's activation dtype, when the engine reads it
 
 
 class LaunchCommand(BaseModel):
@@ -98,6 +100,7 @@ class ReserveEstimate(BaseModel):
     sampler_peak_bytes: int
     activation_bytes: int
     reserve_bytes: int
+    cuda_graph_bytes: int = 0  # CUDA-graph memory subtracted up front (included in reserve_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +155,8 @@ class KvCapacity(BaseModel):
     request_blocks: int  # blocks one request at max_model_len needs
     page_bytes: int  # bytes of one block id
     fixed_bytes_per_request: int
+    # the longest max_model_len one request fits, when one at max_model_len does not
+    longest_context: int | None = None
 
 
 class PoolLayout(ABC):
@@ -190,6 +195,27 @@ class StageShape:
     moe_workspace_per_token: int  # fused-MoE workspace elements per token (0: none)
     activation_bits: int
     mla: bool = False  # the stage's attention keeps an MLA latent (some engines reserve more)
+    layers: int = 0  # decoder layers on this stage
+    device_memory_bytes: int = 0  # the device's total memory, as the runtime reports it
+
+
+@dataclass(frozen=True)
+class StartupContext:
+    """What the engine's start-up report reads beyond its pool: the device, and one worker's
+    weights and reserve (the binding worker's)."""
+
+    device: Device
+    weight_bytes: int
+    reserve: ReserveEstimate
+
+
+@dataclass(frozen=True)
+class StartupReport:
+    """The lines an engine prints about its KV cache at start-up, and the error it stops with
+    (None: it starts)."""
+
+    lines: list[str]
+    error: str | None = None
 
 
 class ServingEngine(ABC):
@@ -201,6 +227,7 @@ class ServingEngine(ABC):
     label: ClassVar[str]  # how tables name it
     summary: ClassVar[str]  # one line: what decides its KV pool
     rules: ClassVar[tuple[tuple[str, str], ...]]  # (rule, source) pairs for `inventory engines`
+    calibrated_on: ClassVar[str | None] = None  # the start-ups its estimates were fitted on
 
     # --- settings and model facts ---------------------------------------------------------
 
@@ -228,6 +255,13 @@ class ServingEngine(ABC):
     vocab_padding: ClassVar[int] = 1  # vocabulary tables padded to a multiple of this
     absorbs_mla: ClassVar[bool] = False  # keeps MLA up-projections split per head beside kv_b
     expert_pad: ClassVar[int | None] = None  # kernels padding quantized expert matrices
+
+    def mla_extra_bytes(self, spec: ModelSpec, kv_b_elements: int, stored_bits: int,
+                        act_bits: int) -> int:
+        """Bytes an MLA layer's backend keeps beside its kv_b_proj (`kv_b_elements`
+        elements stored at `stored_bits`), split over TP like the heads: by default the
+        up-projection split per head in the activation dtype when `absorbs_mla`."""
+        return kv_b_elements * act_bits // 8 if self.absorbs_mla else 0
 
     def expert_padding(self, spec: ModelSpec) -> int | None:
         """The multiple expert matrices are padded to at load time, when the engine does."""
@@ -287,3 +321,19 @@ class ServingEngine(ABC):
                       settings: EngineSettings) -> list[str]:
         """The lines the engine prints about its KV cache at start-up, in its own words."""
         return []
+
+    def startup(self, capacity: KvCapacity, pool_bytes: int, settings: EngineSettings,
+                context: StartupContext) -> StartupReport:
+        """What placement and `inventory launch` show of a start-up: by default
+        `startup_lines` and `startup_error`; an engine whose lines quote its total memory,
+        weights or reserve overrides this one."""
+        return StartupReport(lines=self.startup_lines(capacity, pool_bytes, settings),
+                             error=self.startup_error(capacity, pool_bytes, settings))
+
+    # --- versions -------------------------------------------------------------------------
+
+    def at_version(self, version: str) -> ServingEngine:
+        """This era answering for one release inside its range (`--engine NAME@VERSION`);
+        by default the era itself. An era whose lines or defaults vary inside its range
+        returns a variant whose `version` is the one asked."""
+        return self

@@ -25,11 +25,13 @@ Rules, each from vLLM's source:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     KvCapacity,
     KvLayer,
+    LaunchCommand,
     LaunchSettings,
     PoolLayout,
     ReserveEstimate,
@@ -37,6 +39,7 @@ from llm_inventory.engine.serving.base import (
     StageShape,
 )
 from llm_inventory.engine.serving.paged import pool_layout
+from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_reserve
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -52,7 +55,7 @@ class VllmV1(ServingEngine):
     label = "vLLM 0.19"
     summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
                "profiled activation peak, in blocks of 16 tokens; the smallest worker binds")
-    rules = (
+    rules: ClassVar[tuple[tuple[str, str], ...]] = (
         ("budget: total × gpu_memory_utilization − weights − non-torch − activation peak",
          "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory"),
         ("defaults: 8192 batched tokens and 1024 sequences on ≥ 70 GiB GPUs (not A100), else "
@@ -71,7 +74,11 @@ class VllmV1(ServingEngine):
          "vllm/model_executor/layers/rotary_embedding get_rope"),
         ("reserve: non-torch memory, forward and sampler peaks (estimate, calibrated on 0.19 "
          "start-ups)", "llm_inventory/engine/serving/vllm_reserve.py"),
+        ("stops when one request at max_model_len needs more KV than the pool, with the "
+         "estimated maximum model length",
+         "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory"),
     )
+    programs = PROGRAMS
     vocab_padding = 64
     absorbs_mla = True
 
@@ -92,7 +99,11 @@ class VllmV1(ServingEngine):
             block_size=asked.block_size or 16,
             memory_fraction=0.92 if asked.memory_fraction is None else asked.memory_fraction,
             kv_dtype=asked.kv_dtype,
+            dtype=asked.dtype,
         )
+
+    def parse_launch(self, argv: list[str]) -> LaunchCommand:
+        return parse_vllm(argv)
 
     def expert_padding(self, spec: ModelSpec) -> int | None:
         """MXFP4 MoE kernels (Hopper) pad each rank's expert intermediate and every matmul's
@@ -162,6 +173,29 @@ class VllmV1(ServingEngine):
         return pool_layout(layers, block_size=settings.block_size,
                            max_model_len=settings.max_model_len,
                            max_num_batched_tokens=settings.max_num_batched_tokens)
+
+    def startup_error(self, capacity: KvCapacity, pool_bytes: int,
+                      settings: EngineSettings) -> str | None:
+        """`_check_enough_kv_cache_memory` (vllm/v1/core/kv_cache_utils.py), in its words:
+        the KV one request at max_model_len needs against the pool."""
+        see = ("See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more "
+               "details.")
+        if pool_bytes <= 0:
+            return ("No available memory for the cache blocks. Try increasing "
+                    f"`gpu_memory_utilization` when initializing the engine. {see}")
+        if not capacity.page_bytes or capacity.max_concurrency >= 1:
+            return None
+        needed = capacity.request_blocks * capacity.page_bytes \
+            + capacity.fixed_bytes_per_request
+        estimated = ""
+        if capacity.longest_context:
+            estimated = ("Based on the available memory, the estimated maximum model length "
+                         f"is {capacity.longest_context}. ")
+        return (f"To serve at least one request with the model's max seq len "
+                f"({settings.max_model_len}), ({needed / GIB:.2f} GiB KV cache is needed, "
+                f"which is larger than the available KV cache memory ({pool_bytes / GIB:.2f} "
+                f"GiB). {estimated}Try increasing `gpu_memory_utilization` or decreasing "
+                f"`max_model_len` when initializing the engine. {see}")
 
     def startup_lines(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> list[str]:
