@@ -8,10 +8,15 @@
   with transformers on PyTorch's meta device.
 - data/configs-2026, data/configs-2026-more, data/transformers-defaults-2026: this year's
   architectures; data/oracle-2026.json: their figures (tools/reference_counts.py).
+- data/transformers-architectures.json: the model classes transformers 5.23.0 maps to each
+  model type (tools/transformers_architectures.py).
+- data/spec-snapshots: the ModelSpec the importer built for each config, recorded by
+  tests/spec/test_spec_snapshots.py (UPDATE_SPEC_SNAPSHOTS=1), one file per model type.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from functools import cache
 from pathlib import Path
@@ -43,3 +48,14 @@ def oracle_totals() -> list[tuple[Path, int]]:
 @cache
 def engine_runs() -> list[dict[str, Any]]:
     return list(json.loads((DATA / "engine-logs" / "runs.json").read_text()))
+
+
+def merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `patch` merged in: nested mappings merge, other values replace."""
+    out = copy.deepcopy(base)
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

@@ -45,3 +45,32 @@ def test_readme_setup_has_two_commands() -> None:
     assert len(lines) == 2
     assert lines[0].startswith("pip install -e '.[dev]' && inventory ")
     assert "pytest" in lines[1]
+
+
+def test_readme_tells_a_newcomer_how_to_install_and_extend() -> None:
+    text = README.read_text()
+    assert "pipx install llm-inventory" in text and "pip install llm-inventory" in text
+    assert "offline by default" in text
+    assert "--devices-file" in text and "## Models and devices of your own" in text
+    assert "`128k` is 128,000 tokens and\n  `128K` is 131,072" in text
+    from llm_inventory.units import parse_tokens
+
+    assert parse_tokens("128k") == 128_000 and parse_tokens("128K") == 131_072
+
+
+def test_readme_extension_commands_run() -> None:
+    """The section's commands that name files of this repository run as written."""
+    section = README.read_text().split("## Models and devices of your own")[1].split("\n## ")[0]
+    commands = [line for line in re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+                for line in line.splitlines()]
+    runnable = [c for c in commands if all((ROOT / w).exists() for w in c.split()
+                                           if "/" in w or w.endswith((".yaml", ".json")))]
+    assert len(runnable) >= 2, commands
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        for command in runnable:
+            result = RUNNER.invoke(app, shlex.split(command)[1:], catch_exceptions=False)
+            assert result.exit_code == 0, (command, result.stderr)
+    finally:
+        os.chdir(cwd)

@@ -1,9 +1,7 @@
 """Tensor names → component, role and layer, for Hugging Face and GGUF (llama.cpp) names.
 
-The rules read a name the way the reference loaders lay modules out: quantization scales,
-zero points and GPTQ's g_idx are not parameters; buffers a checkpoint stores (DeepSeek's
-`e_score_correction_bias`, llama.cpp's `rope_freqs`) are not either. Names differing only in
-their numbers share one classification, so it is cached on the name with digits masked.
+The patterns are `names.py`'s table, read in order. Names differing only in their numbers
+share one classification, so it is cached on the name with digits masked.
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from llm_inventory.checkpoint import names
 from llm_inventory.spec.model import (
     CheckpointFacts,
     CheckpointTally,
@@ -20,42 +19,9 @@ from llm_inventory.spec.model import (
     TensorRole,
 )
 
-_ROLES: tuple[tuple[TensorRole, re.Pattern[str]], ...] = (
-    (TensorRole.SCALE, re.compile(
-        r"(weight_scale(_inv|_2)?|input_scale|output_scale|(^|[._])[kvq]_scale|global_scale"
-        r"|\.scales|_scales|absmax|quant_map|quant_state(\..*)?|\.SCB)$")),
-    (TensorRole.ZERO_POINT, re.compile(r"(qzeros|zero_point|\.zeros)$")),
-    (TensorRole.INDEX, re.compile(r"g_idx$")),
-    (TensorRole.BUFFER, re.compile(
-        r"(e_score_correction_bias|inv_freq|rope_freqs\.weight|exp_probs_b\.bias"
-        r"|rope_factors_(long|short)\.weight|position_ids|weight_format)$")),
-)
-
-_PROJECTOR = re.compile(
-    r"(multi_modal_projector|mm_projector|(^|\.)visual\.merger|vision_projection|"
-    r"(^|\.)connector\.|^mm\.|^resampler\.|audio_projector)")
-_ENCODER = re.compile(
-    r"(vision_tower|vision_model|(^|\.)visual\.|vision_encoder|audio_tower|audio_encoder|"
-    r"image_encoder|^v\.|^a\.|(^|\.)encoder\.layers\.)")
-_ATTENTION_NORM = re.compile(
-    r"((^|\.)(self_attn|attention|attn|cross_attn|encoder_attn)\.[^.]*norm"
-    r"|attn_(q|k|q_a|kv_a)_norm)")
-_NORM = re.compile(r"(norm|(^|\.)ln_?(\d+|f)?\.|layernorm)")
-_SHARED = re.compile(r"(shared_expert|shexp)")
-_ROUTER = re.compile(
-    r"(\.gate\.(weight|bias|e_score_correction_bias)$|(^|\.)router\.|ffn_gate_inp\.|exp_probs_b)")
-_EXPERTS = re.compile(r"(\.experts\.|_exps\.|_chexps\.)")
-_EMBEDDINGS = re.compile(
-    r"(embed_tokens|(^|\.)wte\.|word_embeddings|tok_embeddings|token_embd\.|embed_positions"
-    r"|(^|\.)wpe\.|position_embd|position_embeddings|token_type)")
-_LM_HEAD = re.compile(r"((^|\.)lm_head\.|^output\.weight$|embed_out\.|shared_head\.head)")
-_ATTENTION = re.compile(
-    r"(self_attn|attention|(^|\.)attn|\.(q|k|v|o)_proj\.|query_key_value|c_attn|sinks"
-    r"|attn_)")
-_MIXER = re.compile(r"(mixer|mamba|ssm_|\.ssm\.|time_mix|channel_mix|shortconv|linear_attn)")
-_MLP = re.compile(
-    r"(mlp|feed_forward|ffn|(^|\.)fc\d\.|c_fc|intermediate\.dense|(^|\.)output\.dense)")
-_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blk|blocks|block)\.(\d+)\.")
+_ROLES = tuple((role, re.compile(pattern)) for role, pattern in names.ROLES)
+_COMPONENTS = tuple((component, re.compile(pattern)) for component, pattern in names.COMPONENTS)
+_LAYER = re.compile(names.LAYER)
 # Bytes translation is the fastest way to mask digits (str.translate goes through a dict).
 _MASK = bytes.maketrans(b"123456789", b"000000000")
 
@@ -69,30 +35,9 @@ def role_of(name: str) -> TensorRole:
 
 
 def _component(name: str) -> Component:
-    if _PROJECTOR.search(name):
-        return Component.PROJECTOR
-    if _ENCODER.search(name):
-        return Component.ENCODER
-    if _ATTENTION_NORM.search(name):
-        return Component.ATTENTION
-    if _NORM.search(name):
-        return Component.NORMS
-    if _SHARED.search(name):
-        return Component.SHARED_EXPERTS
-    if _ROUTER.search(name):
-        return Component.ROUTER
-    if _EXPERTS.search(name):
-        return Component.EXPERTS
-    if _EMBEDDINGS.search(name):
-        return Component.EMBEDDINGS
-    if _LM_HEAD.search(name):
-        return Component.LM_HEAD
-    if _ATTENTION.search(name):
-        return Component.ATTENTION
-    if _MIXER.search(name):
-        return Component.MIXER
-    if _MLP.search(name):
-        return Component.MLP
+    for component, pattern in _COMPONENTS:
+        if pattern.search(name):
+            return component
     return Component.OTHER
 
 

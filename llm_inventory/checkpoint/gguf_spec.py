@@ -39,9 +39,8 @@ MAPPED = ("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma", "gemma2", 
           "deepseek2", "phi3", "gpt-oss", "olmoe")
 _PLAIN = {"F32": "fp32", "F16": "fp16", "BF16": "bf16", "F64": "fp32"}
 _INTEGER = {"I8", "I16", "I32", "I64"}
-# Norms inside attention belong to it; every other `*norm*` in a layer is a layer norm.
-_ATTENTION_NORMS = {"attn_q_norm", "attn_k_norm", "attn_q_a_norm", "attn_kv_a_norm"}
-_LAYER_NORM = re.compile(r"^blk\.(\d+)\.([a-z0-9_]*norm[a-z0-9_]*)\.weight$")
+# A first-layer tensor `blk.0.<name>.weight`; which are layer norms is the classifier's call.
+_FIRST_LAYER_WEIGHT = re.compile(r"^blk\.0\.[a-z0-9_]+\.weight$")
 
 
 class _Unsure(Exception):
@@ -104,12 +103,9 @@ def _layers(m: _Meta) -> tuple[int, list[int]]:
 
 
 def _norms_per_layer(m: _Meta) -> int:
-    count = 0
-    for t in m.tensors:
-        match = _LAYER_NORM.match(t.name)
-        if match and match.group(1) == "0" and match.group(2) not in _ATTENTION_NORMS:
-            count += 1
-    return count
+    """The first layer's norms, those inside attention (q/k norms) left to attention."""
+    return sum(1 for t in m.tensors
+               if t.component is Component.NORMS and _FIRST_LAYER_WEIGHT.match(t.name))
 
 
 def _moe(m: _Meta, layers: int) -> MoE | None:

@@ -101,6 +101,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # Click's layout: option names never cut (see cli/help_format.py)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -132,8 +133,11 @@ def root(
 # --- commands, in the order `inventory --help` lists them ---------------------------------
 from llm_inventory.cli import (  # noqa: E402
     devices,
+    engines,
+    help_format,
     inventory,
     kv,
+    launch,
     models,
     placement,
     route,
@@ -141,15 +145,19 @@ from llm_inventory.cli import (  # noqa: E402
     schema,
 )
 
-app.command("kv")(kv.kv)
-app.command("inventory")(inventory.inventory)
-app.command("placement")(placement.placement)
-app.command("compare")(inventory.compare)
-app.command("models")(models.models)
-app.command("devices")(devices.devices)
-app.command("route")(route.route)
-app.command("sample")(sample.sample)
-app.command("schema")(schema.schema)
+app.command("kv", cls=help_format.Command)(kv.kv)
+app.command("inventory", cls=help_format.Command)(inventory.inventory)
+app.command("placement", cls=help_format.Command)(placement.placement)
+app.command("compare", cls=help_format.Command)(inventory.compare)
+app.command("launch", cls=help_format.Command,
+            context_settings={"ignore_unknown_options": True,
+                              "allow_interspersed_args": False})(launch.launch)
+app.command("engines", cls=help_format.Command)(engines.engines)
+app.command("models", cls=help_format.Command)(models.models)
+app.command("devices", cls=help_format.Command)(devices.devices)
+app.command("route", cls=help_format.Command)(route.route)
+app.command("sample", cls=help_format.Command)(sample.sample)
+app.command("schema", cls=help_format.Command)(schema.schema)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.render.output import OutputFormat, Units
 from llm_inventory.units import UnitSystem
 
@@ -90,15 +91,29 @@ ContextOption = Annotated[
 DtypeOption = Annotated[
     str | None,
     typer.Option(
-        "--dtype",
+        "--dtype", autocompletion=complete.dtypes,
         help="Serve weights at this dtype (bf16, fp16, fp32; fp8/int8/int4 quantize matmul "
              "weights as an engine would). Default: the checkpoint as stored.",
     ),
 ]
 KvDtypeOption = Annotated[
     str | None,
-    typer.Option("--kv-dtype", help="KV cache dtype (default: the model's dtype)."),
+    typer.Option("--kv-dtype", autocompletion=complete.dtypes,
+                 help="KV cache dtype (default: the model's dtype)."),
 ]
+# `--dtype` is the weight dtype (vLLM's spelling). Where a command has no weights it once meant
+# something else (the cache in `kv`, the hidden states in `route`); kept as an alias it would
+# give one flag two meanings, so it is refused with the flag to use instead.
+WeightDtypeRefused = Annotated[str | None, typer.Option("--dtype", hidden=True)]
+
+
+def refuse_weight_dtype(value: str | None, command: str, instead: str, what: str) -> None:
+    """Bad input when `--dtype` is given to a command that has no weight dtype."""
+    if value is not None:
+        from llm_inventory.errors import InputError
+
+        raise InputError("dtype", f"is the weight dtype in inventory, placement and compare; "
+                         f"{command} has no weights: use {instead} {value} for {what}")
 
 ImagesOption = Annotated[int, typer.Option(min=0, help="Media items per request (images, clips).")]
 ImageSizeOption = Annotated[

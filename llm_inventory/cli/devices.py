@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import FormatOption, UnitsOption, units_of
 from llm_inventory.render.output import OutputFormat, Units
 
@@ -15,7 +16,7 @@ def devices(
     device: Annotated[
         str | None,
         typer.Argument(
-            metavar="DEVICE",
+            metavar="DEVICE", autocompletion=complete.devices,
             help="Show one device (id or alias, e.g. h100) with the source of every figure.",
         ),
     ] = None,

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     ContextOption,
     DtypeOption,
@@ -54,8 +55,9 @@ def _request(
 
 def inventory(
     model: Annotated[str, typer.Argument(
-        metavar="MODEL",
-        help="Preset, YAML model file, config.json, model or Hub cache folder, or GGUF file.")],
+        metavar="MODEL", autocompletion=complete.models,
+        help="Preset, Hugging Face id (org/name[@revision]), YAML model file, config.json, "
+             "model or Hub cache folder, or GGUF file.")],
     context: ContextOption = "8000",  # type: ignore[assignment]
     prompt_tokens: PromptOption = None,
     batch: BatchOption = 1,
@@ -68,7 +70,7 @@ def inventory(
     frames: FramesOption = 1,
     temporal_patch: TemporalOption = None,
     device: Annotated[str | None, typer.Option(
-        "--device", "-d",
+        "--device", "-d", autocompletion=complete.devices,
         help="Show roofline timings on this device: its ridge point and where prefill and "
              "decode fall.")] = None,
     fmt: FormatOption = OutputFormat.TABLE,
@@ -98,7 +100,8 @@ def inventory(
 
 def compare(
     models: Annotated[list[str], typer.Argument(
-        metavar="MODEL MODEL…", help="Two or more presets, model files or folders.")],
+        metavar="MODEL", autocompletion=complete.models,
+        help="Two or more presets, model files or folders.")],
     context: ContextOption = "8000",  # type: ignore[assignment]
     prompt_tokens: PromptOption = None,
     batch: BatchOption = 1,
@@ -110,11 +113,20 @@ def compare(
     merge: MergeOption = None,
     frames: FramesOption = 1,
     temporal_patch: TemporalOption = None,
+    engine: Annotated[str | None, typer.Option(
+        "--engine", "-e", metavar="ENGINE[@VERSION],…",
+        help="One model across serving engines instead: each engine's best plan on "
+             "--device, a column each (JSON: a list of placement results).")] = None,
+    device: Annotated[str | None, typer.Option(
+        "--device", "-d", help="With --engine: the device (see `inventory devices`).")] = None,
+    count: Annotated[int | None, typer.Option(
+        "--count", "-n", min=1, help="With --engine: devices available (default: one node)."
+    )] = None,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
     """Topologies side by side: the same facts, one column each, rows aligned.
-    JSON is a list of inventories.
+    JSON is a list of inventories. With --engine, one model across serving engines.
 
     Example: inventory compare examples/dense-70b.yaml examples/moe-8x7b.yaml examples/vlm-2048.yaml
     """
@@ -123,6 +135,9 @@ def compare(
     from llm_inventory.render.output import emit
     from llm_inventory.spec.loader import load_model
 
+    if engine is not None:
+        _compare_engines(models, engine, device, count, context, kv_dtype, dtype, fmt, units)
+        return
     if len(models) < 2:
         raise InputError("models", "compare needs at least two models")
     request = _request(context, prompt_tokens, batch, dtype, kv_dtype, images, image_size,
@@ -132,6 +147,37 @@ def compare(
     def table() -> list[Any]:
         from llm_inventory.render.inventory import compare_table
 
-        return compare_table(results, units_of(units))
+        return compare_table(results, units_of(units), request)
+
+    emit(results, fmt, table)
+
+
+def _compare_engines(models: list[str], engine: str, device: str | None, count: int | None,
+                     context: int, kv_dtype: str | None, dtype: str | None, fmt: OutputFormat,
+                     units: Units) -> None:
+    """`compare MODEL --engine a,b --device D`: the model's best plan on each engine."""
+    from llm_inventory.cli.placement import engine_list
+    from llm_inventory.engine.placement import PlacementRequest, plan_placement
+    from llm_inventory.errors import InputError
+    from llm_inventory.render.output import emit
+    from llm_inventory.spec.devices import resolve_device
+    from llm_inventory.spec.loader import load_model
+
+    if len(models) != 1:
+        raise InputError("models", "compare --engine takes one model")
+    if device is None:
+        raise InputError("device", "compare --engine needs --device (see `inventory devices`)")
+    names = engine_list(engine)
+    chosen = resolve_device(device)
+    spec = load_model(models[0])
+    request = PlacementRequest(device=chosen, count=count or chosen.devices_per_node or 1,
+                               context=context, dtype=dtype, kv_dtype=kv_dtype)
+    results = [plan_placement(spec, request.model_copy(update={"engine": name}))
+               for name in names]
+
+    def table() -> list[Any]:
+        from llm_inventory.render.placement import engines_side_by_side
+
+        return engines_side_by_side(results, units_of(units))[:2]
 
     emit(results, fmt, table)

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     FormatOption,
     FramesOption,
@@ -15,8 +16,10 @@ from llm_inventory.cli.common import (
     PatchOption,
     TemporalOption,
     UnitsOption,
+    WeightDtypeRefused,
     bytes_parser,
     parse_image_size,
+    refuse_weight_dtype,
     tokens_parser,
     units_of,
 )
@@ -27,9 +30,9 @@ def kv(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", "-m", metavar="MODEL",
-            help="Take the layers from a model: a preset, a YAML file, a config.json, a model "
-                 "or Hub cache folder, or a GGUF file.",
+            "--model", "-m", metavar="MODEL", autocompletion=complete.models,
+            help="Take the layers from a model: a preset, a Hugging Face id (org/name), a YAML "
+                 "file, a config.json, a model or Hub cache folder, or a GGUF file.",
         ),
     ] = None,
     layers: Annotated[
@@ -50,13 +53,14 @@ def kv(
     v_head_dim: Annotated[
         int | None, typer.Option(min=1, help="Value head dimension, if it differs from K's.")
     ] = None,
-    dtype: Annotated[
+    kv_dtype: Annotated[
         str | None,
         typer.Option(
-            "--dtype", "--kv-dtype",
+            "--kv-dtype", autocompletion=complete.dtypes,
             help="KV cache dtype: bf16 (default; a model's own dtype), fp16, fp8, fp32…",
         ),
     ] = None,
+    weight_dtype: WeightDtypeRefused = None,
     sequences: Annotated[int, typer.Option(min=1, help="Concurrent sequences.")] = 1,
     tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel degree.")] = 1,
     pp: Annotated[int, typer.Option(min=1, help="Pipeline-parallel degree.")] = 1,
@@ -104,6 +108,11 @@ def kv(
     from llm_inventory.render.output import emit
     from llm_inventory.units import format_bytes
 
+    refuse_weight_dtype(weight_dtype, "kv", "--kv-dtype", "the KV cache")
+    if kv_dtype is not None:
+        from llm_inventory.units import normalize_dtype
+
+        kv_dtype = normalize_dtype(kv_dtype, "kv_dtype")
     shape_flags = {"layers": layers, "kv_heads": kv_heads, "head_dim": head_dim,
                    "v_head_dim": v_head_dim, "window": window, "chunk": chunk, "latent": latent}
     if model is not None:
@@ -147,7 +156,7 @@ def kv(
                                  "give the shape flags instead of --model")
             raise InputError("model", f"{spec.name} ({spec.family}) keeps no per-sequence "
                              "state: it has no decode loop")
-        kv_dtype = dtype or spec.dtype
+        kv_dtype = kv_dtype or spec.dtype
     else:
         if images or image_size or patch:
             raise InputError("images", "media need a model with an encoder: add --model")
@@ -172,7 +181,7 @@ def kv(
             window=size,
             latent_dim=latent or 0,
         )
-        kv_dtype = dtype or "bf16"
+        kv_dtype = kv_dtype or "bf16"
     request = StateRequest(
         layers=stack,
         tokens=tokens,
@@ -197,3 +206,9 @@ def kv(
             f"({format_bytes(result.per_device.bytes, system)}), over the limit of "
             f"{max_bytes:,} B ({format_bytes(max_bytes, system)})"
         )
+    if model is None and all(value is None for value in shape_flags.values()):
+        from llm_inventory.render.output import note
+
+        note("no --model and no shape flags: sizing the worked example's dense decoder "
+             "(80 layers, 8 KV heads, head dimension 128); give --model or --layers, "
+             "--kv-heads, --head-dim")

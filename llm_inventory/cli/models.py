@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import FormatOption, UnitsOption, units_of
 from llm_inventory.render.output import OutputFormat, Units
 
@@ -14,9 +15,10 @@ def models(
     model: Annotated[
         str | None,
         typer.Argument(
-            metavar="MODEL",
-            help="Show one preset (name or alias, e.g. llama-3.1-70b) with its notes, layer "
-            "kinds and parameters per component.",
+            metavar="MODEL", autocompletion=complete.models,
+            help="Show one model in detail (a preset name or alias such as llama-3.1-70b, or "
+            "any MODEL other commands take: a file or folder) with its notes, layer kinds and "
+            "parameters per component.",
         ),
     ] = None,
     fmt: FormatOption = OutputFormat.TABLE,
@@ -50,14 +52,27 @@ def models(
 
     system = units_of(units)
     if model is not None:
-        preset = find_preset(model)
-        spec = load_preset(preset.name)
-        detail = model_detail(entry(preset, spec, None), spec)
+        try:
+            preset: Preset | None = find_preset(model)
+        except InputError:
+            if not model.strip():
+                raise
+            preset = None  # not a preset: any other MODEL the loader reads
+        if preset is not None:
+            spec = load_preset(preset.name)
+            detail = model_detail(entry(preset, spec, None), spec)
+        else:
+            from llm_inventory.spec.loader import load_model
+
+            spec = load_model(model)
+            detail = model_detail(catalog_entry(
+                spec.name, aliases=[], description="", source=spec.source or "", file=model,
+                spec=spec), spec)
 
         def one() -> list[Any]:
             from llm_inventory.render.models import model_detail_table
 
-            return model_detail_table(detail, system)
+            return model_detail_table(detail, system, preset=preset is not None)
 
         emit(detail, fmt, one)
         return

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     DtypeOption,
     FormatOption,
@@ -29,12 +30,51 @@ def _fraction(text: str) -> float:
         raise typer.BadParameter(exc.message) from exc
 
 
+def _engine_args(items: list[str]) -> dict[str, str | int | float | bool]:
+    """`--engine-arg KEY=VALUE` pairs as engine flags: true/false, numbers, else text."""
+    from llm_inventory.errors import InputError
+
+    flags: dict[str, str | int | float | bool] = {}
+    for item in items:
+        key, eq, text = item.partition("=")
+        key = key.strip().lstrip("-").replace("-", "_")
+        if not eq or not key:
+            raise InputError("engine_arg", f"expected KEY=VALUE, got {item!r}")
+        value: str | int | float | bool = text.strip()
+        if text.strip().lower() in ("true", "false"):
+            value = text.strip().lower() == "true"
+        else:
+            for kind in (int, float):
+                try:
+                    value = kind(text)
+                    break
+                except ValueError:
+                    continue
+        flags[key] = value
+    return flags
+
+
+def engine_list(text: str) -> list[str]:
+    """`--engine a,b@1.2` as engine names; InputError for an unknown engine or version."""
+    from llm_inventory.engine.serving import get
+    from llm_inventory.errors import InputError
+
+    wanted = [part.strip() for part in text.split(",") if part.strip()]
+    if not wanted:
+        raise InputError("engine", "name an engine (see `inventory engines`)")
+    for name in wanted:
+        get(name)
+    return wanted
+
+
 def placement(
     model: Annotated[str, typer.Argument(
-        metavar="MODEL",
-        help="Preset, YAML model file, config.json, model or Hub cache folder, or GGUF file.")],
+        metavar="MODEL", autocompletion=complete.models,
+        help="Preset, Hugging Face id (org/name[@revision]), YAML model file, config.json, "
+             "model or Hub cache folder, or GGUF file.")],
     device: Annotated[str | None, typer.Option(
-        "--device", "-d", help="Device id or alias from `inventory devices` (h100-sxm …).")] = None,
+        "--device", "-d", autocompletion=complete.devices,
+        help="Device id or alias from `inventory devices` (h100-sxm …).")] = None,
     count: Annotated[int | None, typer.Option(
         "--count", "-n", min=1, help="Devices available (default: one node).")] = None,
     per_node: Annotated[int | None, typer.Option(
@@ -68,8 +108,14 @@ def placement(
         min=1, help="KV cache block size, tokens (default: the engine's; vLLM 16).")] = None,
     engine: Annotated[str, typer.Option(
         "--engine", "-e", metavar="ENGINE[@VERSION]",
-        help="Serving engine whose accounting to follow (see `inventory engines`).",
+        help="Serving engine whose accounting to follow (see `inventory engines`); several, "
+             "comma-separated, side by side: vllm@0.10,vllm@0.19,vllm.",
     )] = "vllm",
+    engine_arg: Annotated[list[str] | None, typer.Option(
+        "--engine-arg", metavar="KEY=VALUE",
+        help="An engine-native setting by the engine's own name, repeatable (each engine "
+             "checks its own): --engine-arg swap_space=8 for vLLM V0, "
+             "--engine-arg enforce_eager=true for vLLM 0.21.")] = None,
     dtype: DtypeOption = None,
     kv_dtype: KvDtypeOption = None,
     even_experts: Annotated[bool, typer.Option(
@@ -101,7 +147,8 @@ def placement(
 ) -> None:
     """Every split of MODEL over the devices — legal or not and why — and whether it fits:
     weights, runtime reserve (an estimate), KV pool, KV capacity and maximum concurrency
-    per device, as vLLM accounts for them.
+    per device, as the serving engine accounts for them (vLLM by default; --engine
+    a,b shows each engine's result, one block each; JSON is then a list of results).
 
     Example: inventory placement llama-3.1-70b --device h100-sxm --count 8 --context 8000
     """
@@ -123,6 +170,8 @@ def placement(
     n = count or per_node or chosen.devices_per_node or 1
     if sort not in ORDERS:
         raise InputError("sort", f"unknown sort key {sort!r}; use one of {', '.join(ORDERS)}")
+    engines = engine_list(engine)
+    flags = _engine_args(engine_arg or [])
     spec = load_model(model)
     long_ok = allow_long_context or os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1"
     request = PlacementRequest(
@@ -131,17 +180,22 @@ def placement(
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         block_size=block_size, dtype=dtype, kv_dtype=kv_dtype, even_experts=even_experts,
         allow_cross_node_tp=allow_cross_node_tp, allow_long_context=long_ok, limit=limit,
-        batch=batch, prompt_tokens=prompt_tokens, engine=engine, sort=sort,
+        batch=batch, prompt_tokens=prompt_tokens, engine=engines[0], sort=sort,
+        engine_flags=flags,
     )
-    result = plan_placement(spec, request)
+    results = [plan_placement(spec, request.model_copy(update={"engine": name}))
+               for name in engines]
+    result = results[0]
 
     def table() -> list[Any]:
-        from llm_inventory.render.placement import placement_tables
+        from llm_inventory.render.placement import engines_side_by_side, placement_tables
 
-        return placement_tables(result, units_of(units), limit)
+        if len(results) == 1:
+            return placement_tables(result, units_of(units), limit)
+        return engines_side_by_side(results, units_of(units), limit)
 
-    emit(result, fmt, table)
-    if require_fit and not result.fitting:
+    emit(result if len(results) == 1 else results, fmt, table)
+    if require_fit and not any(r.fitting for r in results):
         refused = next((p.why for p in result.plans if p.why and "refuses" in p.why), None)
         raise CheckFailed(f"--require-fit: no legal plan of {spec.name} fits {n} × "
                           f"{chosen.id} at {result.context:,} tokens × {result.concurrency}"

@@ -6,10 +6,13 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     FormatOption,
     UnitsOption,
+    WeightDtypeRefused,
     bytes_parser,
+    refuse_weight_dtype,
     tokens_parser,
     units_of,
 )
@@ -19,7 +22,7 @@ from llm_inventory.render.output import OutputFormat, Units
 def route(
     model: Annotated[
         str | None,
-        typer.Option("--model", "-m", metavar="MODEL",
+        typer.Option("--model", "-m", metavar="MODEL", autocompletion=complete.models,
                      help="Take experts, top-k, hidden size and expert bytes from a model."),
     ] = None,
     experts: Annotated[
@@ -50,9 +53,11 @@ def route(
     hidden: Annotated[
         int | None, typer.Option(min=1, help="Hidden size: one token's vector (default 4096).")
     ] = None,
-    dtype: Annotated[
-        str, typer.Option(help="Dtype of the hidden states sent between ranks.")
+    activation_dtype: Annotated[
+        str, typer.Option("--activation-dtype", autocompletion=complete.dtypes,
+                          help="Dtype of the hidden states sent between ranks.")
     ] = "bf16",
+    weight_dtype: WeightDtypeRefused = None,
     expert_bytes: Annotated[
         int | None,
         typer.Option(
@@ -76,6 +81,11 @@ def route(
 
     Example: inventory route --experts 8 --top-k 2 --tokens 16 --ep 4
     """
+    from llm_inventory.units import normalize_dtype
+
+    refuse_weight_dtype(weight_dtype, "route", "--activation-dtype",
+                        "the hidden states sent between ranks")
+    activation_dtype = normalize_dtype(activation_dtype, "activation_dtype")
     if model is not None:
         from llm_inventory.engine.moe_shape import moe_shape
         from llm_inventory.spec.loader import load_model
@@ -108,7 +118,7 @@ def route(
             steps=steps,
             ep=ep,
             hidden=4096 if hidden is None else hidden,
-            dtype=dtype,
+            dtype=activation_dtype,
             expert_bytes=expert_bytes,
             moe_layers=1 if moe_layers is None else moe_layers,
         )

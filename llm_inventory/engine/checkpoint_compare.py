@@ -208,7 +208,7 @@ def _fixed(value: int) -> Expect:
 def _rules(stack: Stack) -> list[_Rule]:
     """Stack-wide rules, the first layer's mixer rules (its kind's), then the MLP rules."""
     mixer = [_Rule(r.what, r.pattern, r.axis, _fixed(r.expected))
-             for r in kinds.of_layer(stack, 0).shape_rules(stack)]
+             for r in kinds.of_layer(stack, 0).shape_rules(stack.at(0))]
     return [*_STACK_RULES, *mixer, *_MLP_RULES]
 
 

@@ -86,7 +86,7 @@ _REPLICATED_NAMES = ("norm", "q_a_proj", "kv_a_proj", "router", ".gate.", "gate_
 
 
 def _from_checkpoint(spec: ModelSpec, facts: CheckpointFacts, act_bits: int,
-                     absorbs_mla: bool) -> WeightLayout:
+                     engine: ServingEngine) -> WeightLayout:
     """Bytes per layer and sharding rule from the checkpoint's own tensors, as stored.
 
     Layers past the config's stack (DeepSeek-V3's multi-token-prediction layer) are left
@@ -111,9 +111,9 @@ def _from_checkpoint(spec: ModelSpec, facts: CheckpointFacts, act_bits: int,
                 layout.rep[t.layer] += nbytes
             else:
                 layout.split[t.layer] += nbytes
-            if absorbs_mla and "kv_b_proj" in name and t.role is TensorRole.WEIGHT \
-                    and t.elements:
-                layout.split[t.layer] += t.elements * act_bits // 8  # absorbed W_UK, W_UV
+            if "kv_b_proj" in name and t.role is TensorRole.WEIGHT and t.elements:
+                layout.split[t.layer] += engine.mla_extra_bytes(
+                    spec, t.elements, nbytes * 8 // t.elements, act_bits)
         elif t.component is Component.LM_HEAD:
             layout.last_vocab += nbytes
         elif t.component is Component.EMBEDDINGS and t.shape and layout.vocab and \
@@ -141,7 +141,7 @@ def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
     pad = engine.expert_padding(spec) if q is not None else None
     if (use_checkpoint and facts is not None and facts.headers_read and facts.tensors
             and spec.coarse is None and not pad):
-        layout = _from_checkpoint(spec, facts, act_bits, engine.absorbs_mla)
+        layout = _from_checkpoint(spec, facts, act_bits, engine)
         layout.buffers = engine.runtime_buffer_bytes(spec, act_dtype)
         return layout
     n = stack.layers if stack is not None else 1
@@ -169,11 +169,12 @@ def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
             target = getattr(layout, bucket)
             for layer in group.layers:
                 target[layer] += copy_bytes(group, dtype, q, layer)
-            if engine.absorbs_mla and group.name.endswith("kv_b_proj.weight"):
-                # MLA backends keep the up-projection split per head (W_UK, W_UV) beside
-                # kv_b_proj, in the activation dtype, for weight absorption at decode.
+            if group.name.endswith("kv_b_proj.weight") and group.elements:
+                # What the engine's MLA backend keeps beside kv_b_proj (vLLM: W_UK, W_UV).
                 for layer in group.layers:
-                    layout.split[layer] += group.elements * act_bits // 8
+                    stored = copy_bytes(group, dtype, q, layer) * 8 // group.elements
+                    layout.split[layer] += engine.mla_extra_bytes(spec, group.elements,
+                                                                  stored, act_bits)
             continue
         nbytes = copy_bytes(group, dtype, q, None) * group.copies
         if group.component is Component.LM_HEAD:

@@ -114,7 +114,8 @@ class Inventory(BaseModel):
     model: str
     family: Family
     source: str | None
-    notes: list[str]
+    notes: list[str]  # facts about the model that qualify its figures
+    warnings: list[str] = []  # about this request: a context past the model's positions
     parameters: ParameterCount
     weight_bytes: int
     weight_dtype: str
@@ -374,7 +375,8 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
         model=spec.name,
         family=spec.family,
         source=spec.source,
-        notes=[*spec.notes, *context_notes(spec, request.context)] if layers else spec.notes,
+        notes=spec.notes,
+        warnings=context_notes(spec, request.context) if layers else [],
         parameters=params,
         weight_bytes=weight_bytes,
         weight_bytes_source=source,

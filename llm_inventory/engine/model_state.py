@@ -44,7 +44,7 @@ def state_layers(spec: ModelSpec, encoder_tokens: int = 0) -> tuple[StateLayer, 
     extra: list[StateLayer] = []
     for index in range(stack.layers):
         for position, (kind, _) in enumerate(kinds.mixers(stack, index)):
-            layer = kind.state_layer(stack, index, encoder_tokens)
+            layer = kind.state_layer(stack.at(index), index, encoder_tokens)
             if layer is not None:
                 (own if position == 0 else extra).append(layer)
     return _runs(own) + _runs(extra)

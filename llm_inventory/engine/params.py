@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from llm_inventory.engine.dtypes import weight_dtypes
-from llm_inventory.engine.tensors import TensorGroup, model_tensors
+from llm_inventory.engine.tensors import TensorGroup, model_tensors, mtp_tensors
 from llm_inventory.engine.weights import group_bytes
 from llm_inventory.spec.model import Component, ModelSpec, Quantization
 from llm_inventory.units import dtype_bits, normalize_dtype
@@ -42,6 +42,11 @@ class ParameterCount(BaseModel):
     weight_bytes: int
     given: bool  # True when the totals were given (coarse form), not counted from shapes
     derived: list[str]  # which figures were derived from given ones
+    # Multi-token-prediction layers: checkpoints hold them, transformers does not build them,
+    # engines load them only for speculative decoding. Not in `total` (transformers'
+    # convention); `total_with_mtp` is what the checkpoint holds (model cards quote either).
+    mtp_parameters: int = 0
+    total_with_mtp: int | None = None
 
 
 def _active_elements(group: TensorGroup, top_k: int | None) -> int:
@@ -64,6 +69,7 @@ def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCoun
         return _diffusion(spec, base)
 
     groups = model_tensors(spec)
+    mtp = sum(g.parameters for g in mtp_tensors(spec))
     moe = spec.decoder.moe if spec.decoder else None
     top_k = moe.top_k if moe else None
     per: dict[Component, list[int]] = {}
@@ -106,6 +112,8 @@ def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCoun
         weight_bytes=sum(c.weight_bytes for c in components),
         given=False,
         derived=[],
+        mtp_parameters=mtp,
+        total_with_mtp=total + mtp if mtp else None,
     )
 
 

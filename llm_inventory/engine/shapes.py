@@ -68,7 +68,7 @@ def attention_flops(
     total = 0
     for index in range(stack.layers):
         for kind, _ in kinds.mixers(stack, index):
-            total += kind.score_flops(stack, start, stop, encoder_tokens)
+            total += kind.score_flops(stack.at(index), start, stop, encoder_tokens)
     return total * sequences
 
 

@@ -76,11 +76,12 @@ def _mlp(prefix: str, s: Stack, index: int) -> Iterator[Entry]:
                              Component.MLP)
 
 
-def _layer(prefix: str, s: Stack, index: int) -> Iterator[Entry]:
+def _layer(prefix: str, stack: Stack, index: int) -> Iterator[Entry]:
+    s = stack.at(index)
     hidden = s.hidden_size or 0
     for j in range(s.norms_per_layer):
         yield from norm(f"{prefix}.norm_{j}", hidden, s)
-    for kind, module in kinds.mixers(s, index):
+    for kind, module in kinds.mixers(stack, index):
         yield from kind.tensors(f"{prefix}.{module}", s)
     yield from _mlp(f"{prefix}.mlp", s, index)
 
@@ -150,6 +151,41 @@ def stack_tensors(
         groups.append(_extra(extra, prefix, stack).model_copy(
             update={"component": component or extra.component}
         ))
+    return groups
+
+
+def mtp_tensors(spec: ModelSpec) -> list[TensorGroup]:
+    """The multi-token-prediction layers' tensors (empty when the model has none): each a
+    decoder layer numbered after the stack's, plus its extra tensors, all `Component.MTP`.
+    Kept apart from `model_tensors`: engines load them only for speculative decoding."""
+    stack = spec.decoder
+    if stack is None or stack.mtp is None or not stack.shaped:
+        return []
+    mtp = stack.mtp
+    kind = mtp.kind or stack.kind_of(stack.layers - 1)
+    # MTP layers are shaped like the decoder's own: the last layer's overrides, this kind,
+    # and the MoE block when `moe` (every MTP index then counts as an MoE layer).
+    last = stack.at(stack.layers - 1)
+    moe = last.moe.model_copy(update={"layers": None, "first_dense": 0, "every": 1,
+                                      "offset": 0, "dense_layers": []}) \
+        if mtp.moe and last.moe is not None else None
+    shaped = last.model_copy(update={"layer_types": [kind], "moe": moe, "overrides": [],
+                                     "mtp": None})
+    groups: list[TensorGroup] = []
+    by_entry: dict[Entry, list[int]] = {}
+    for j in range(mtp.layers):
+        index = stack.layers + j
+        for entry in _layer("model.layers.{i}", shaped, index):
+            by_entry.setdefault(entry, []).append(index)
+    for (name, shape, _, shard, linear_, experts), layers in by_entry.items():
+        groups.append(TensorGroup(name=name, shape=shape, component=Component.MTP, shard=shard,
+                                  stack="decoder", layers=tuple(layers), linear=linear_,
+                                  experts=experts))
+    for extra in mtp.extra:
+        groups.append(TensorGroup(
+            name=f"model.layers.{{i}}.{extra.name}", shape=tuple(extra.shape),
+            component=Component.MTP, shard=extra.shard, stack="decoder",
+            layers=tuple(range(stack.layers, stack.layers + mtp.layers)), linear=extra.linear))
     return groups
 
 

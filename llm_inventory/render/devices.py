@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.table import Table
 from rich.text import Text
 
+from llm_inventory.render.fit import Table
 from llm_inventory.spec.devices import Device, MemoryBasis
 from llm_inventory.units import UnitSystem
 
@@ -52,9 +52,12 @@ def devices_table(
     title = f"Devices · {len(devices)}"
     if from_file:
         title += f" · {len(from_file)} from {file}"
-    table = Table(show_header=True)
+    # Too narrow for every column: the node and link figures go first (`inventory devices ID`
+    # has them all).
+    table = Table(show_header=True, optional=("inter-\nnode", "intra-\nnode", "per\nnode",
+                                              "FP8\nTFLOP/s"))
     table.add_column("id", no_wrap=True)
-    table.add_column("name")
+    table.add_column("name", overflow="fold")
     table.add_column("memory", justify="right", no_wrap=True)
     table.add_column("marketed", justify="right", no_wrap=True)
     table.add_column("bandwidth", justify="right", no_wrap=True)
@@ -97,8 +100,8 @@ def device_detail(device: Device, units: UnitSystem) -> list[Table | Text]:
         parts.append(Text(f"aliases: {', '.join(device.aliases)}", style="dim"))
     table = Table(show_header=True)
     table.add_column("figure", no_wrap=True)
-    table.add_column("value")
-    table.add_column("source")
+    table.add_column("value", overflow="fold")
+    table.add_column("source", overflow="fold")
 
     def row(label: str, field: str, value: str) -> None:
         table.add_row(label, value, device.sources.get(field, "—"))

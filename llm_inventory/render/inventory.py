@@ -8,8 +8,9 @@ from rich.table import Table
 from rich.text import Text
 
 from llm_inventory.engine import kinds
-from llm_inventory.engine.inventory import Inventory
+from llm_inventory.engine.inventory import Inventory, InventoryRequest
 from llm_inventory.engine.shapes import PhaseWork
+from llm_inventory.render.fit import Diagnostic
 from llm_inventory.spec.model import Family
 from llm_inventory.units import UnitSystem, format_bytes, format_count
 
@@ -70,7 +71,8 @@ def _state(inv: Inventory, units: UnitSystem) -> list[Part]:
     for name in ("kind", "layers", "per token", "held at context", "per sequence", "release"):
         table.add_column(name, justify="right" if name in ("layers", "per token",
                                                            "held at context",
-                                                           "per sequence") else "left")
+                                                           "per sequence") else "left",
+                         overflow="fold" if name == "release" else "ellipsis")
     for k in s.kinds:
         kind = kinds.get(k.kind)
         table.add_row(
@@ -178,7 +180,8 @@ def _communication(inv: Inventory, units: UnitSystem) -> list[Part]:
 def _stages(inv: Inventory, units: UnitSystem) -> list[Part]:
     table = Table()
     for name in ("stage", "parameters", "bytes", "runs", "keeps"):
-        table.add_column(name, justify="right" if name in ("parameters", "bytes") else "left")
+        table.add_column(name, justify="right" if name in ("parameters", "bytes") else "left",
+                         overflow="fold" if name in ("runs", "keeps") else "ellipsis")
     for s in inv.stages:
         table.add_row(s.name, format_count(s.parameters) if s.parameters else "—",
                       format_bytes(s.weight_bytes, units) if s.weight_bytes else "—",
@@ -250,18 +253,37 @@ def inventory_tables(inv: Inventory, units: UnitSystem) -> list[Part]:
         parts.append(Text(f"source: {inv.source}", style="dim"))
     for note in inv.notes:
         parts.append(Text(f"note: {note}", style="dim"))
+    parts += [Diagnostic(warning) for warning in inv.warnings]
     for section in (_checkpoint, _parameters, _state, _work, _communication, _stages,
                     _roofline):
         parts += section(inv, units)
     return parts
 
 
-def compare_table(results: list[Inventory], units: UnitSystem) -> list[Part]:
-    """One column per topology, rows aligned; '—' where a fact does not apply."""
+def _compare_title(results: list[Inventory], request: InventoryRequest) -> Text:
+    """What is compared, and at which workload and dtypes."""
+    prompt = request.prompt_tokens or min(1000, request.context)
+    weights = (f"weights at {request.dtype}" if request.dtype else
+               "weights as each model stores them")
+    kv = f"KV at {request.kv_dtype}" if request.kv_dtype else "KV at each model's dtype"
+    text = (f"{len(results)} topologies side by side, each at {request.context:,} positions "
+            f"per sequence, a {prompt:,}-token prompt and decode batch {request.batch:,}; "
+            f"{weights}, {kv}")
+    if any(inv.media is not None for inv in results):
+        text += (f"; {request.images:,} media item{'' if request.images == 1 else 's'} per "
+                 "request where a model has an encoder")
+    return Text(text, style="bold")
+
+
+def compare_table(
+    results: list[Inventory], units: UnitSystem, request: InventoryRequest | None = None
+) -> list[Part]:
+    """A title, then one column per topology, rows aligned; '—' where a fact does not
+    apply. Lists (stages, splits) wrap; every other cell is a figure and stays whole."""
     table = Table()
-    table.add_column("")
+    table.add_column("", overflow="fold")
     for inv in results:
-        table.add_column(inv.model, justify="right")
+        table.add_column(Text(inv.model, no_wrap=True), justify="right", overflow="fold")
 
     def size(value: int | None) -> str:
         return format_bytes(value, units) if value is not None else "—"
@@ -297,6 +319,11 @@ def compare_table(results: list[Inventory], units: UnitSystem) -> list[Part]:
         ("splits available", lambda i: ", ".join(
             s.name.split(" (")[0] for s in i.splits if s.available)),
     ]
+    lists = {"stages", "splits available"}
     for label, get in rows:
-        table.add_row(label, *(get(inv) for inv in results))
-    return [table]
+        cells = [get(inv) for inv in results]
+        table.add_row(label, *(cell if label in lists else Text(cell, no_wrap=True)
+                               for cell in cells))
+    title = [_compare_title(results, request)] if request is not None else []
+    warnings = [Diagnostic(f"{inv.model}: {w}") for inv in results for w in inv.warnings]
+    return [*title, table, *warnings]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
 
 from llm_inventory.engine.catalog import ModelCatalog, ModelDetail, ModelEntry
+from llm_inventory.render.fit import Table
 from llm_inventory.units import UnitSystem, format_bytes, format_count
 
 _REPO = re.compile(r"github (\S+/\S+) @[0-9a-f]{6,40}")
@@ -46,9 +47,10 @@ def _stored(entry: ModelEntry) -> str:
     return (entry.quantization or entry.weight_dtype or "").split(" ")[0]
 
 
-def models_table(catalog: ModelCatalog, units: UnitSystem) -> list[Table | Text]:
+def models_table(catalog: ModelCatalog, units: UnitSystem) -> list[RichTable | Text]:
     """Every preset: family, parameters (total, active), weights, KV per token, source."""
-    table = Table(show_header=True)
+    # Too narrow: the source goes first (`inventory models NAME` has it), then the active count.
+    table = Table(show_header=True, optional=("source", "active"))
     table.add_column("name", no_wrap=True)
     table.add_column("family", no_wrap=True)
     table.add_column("parameters", justify="right", no_wrap=True)
@@ -69,7 +71,7 @@ def models_table(catalog: ModelCatalog, units: UnitSystem) -> list[Table | Text]
             f"{format_bytes(m.weight_bytes, units)} {_stored(m)}",
             _kv(m, units), Text(short_source(m.source)),
         )
-    parts: list[Table | Text] = [Text(f"Model presets · {len(catalog.models)}", style="bold"),
+    parts: list[RichTable | Text] = [Text(f"Model presets · {len(catalog.models)}", style="bold"),
                                  table]
     if any(m.parameters_given for m in catalog.models):
         parts.append(Text("* given totals (parts of a pipeline), not counted from shapes",
@@ -82,8 +84,11 @@ def models_table(catalog: ModelCatalog, units: UnitSystem) -> list[Table | Text]
     return parts
 
 
-def model_detail_table(detail: ModelDetail, units: UnitSystem) -> list[Table | Text]:
-    """One preset: what it is, where its shapes came from, and its headline figures."""
+def model_detail_table(
+    detail: ModelDetail, units: UnitSystem, *, preset: bool = True
+) -> list[RichTable | Text]:
+    """One model (a preset unless `preset` is False): what it is, where its shapes came
+    from, and its headline figures."""
     table = Table(show_header=False)
     table.add_column("", no_wrap=True)
     table.add_column("", overflow="fold")
@@ -125,8 +130,8 @@ def model_detail_table(detail: ModelDetail, units: UnitSystem) -> list[Table | T
         row("feature tokens per item", f"{detail.media_tokens_per_item:,}")
     if detail.max_context:
         row("max context", f"{detail.max_context:,} tokens")
-    title = Text(f"Model preset · {detail.name}", style="bold")
-    parts: list[Table | Text] = [title, table]
+    title = Text(f"{'Model preset' if preset else 'Model'} · {detail.name}", style="bold")
+    parts: list[RichTable | Text] = [title, table]
     if detail.by_component:
         comp = Table(show_header=True)
         for name in ("component", "parameters", "active", "weights"):

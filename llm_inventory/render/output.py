@@ -1,8 +1,10 @@
 """Write a result to stdout as a table, JSON or YAML.
 
 JSON and YAML are the pydantic result dumped as it is (exact integers, stable keys); the
-table is built by a command-specific function and printed with Rich, in colour only on a
-terminal and never with NO_COLOR set.
+table is built by a command-specific function and printed with Rich (markup off, in colour
+only on a terminal and never with NO_COLOR set) at a width that cuts no number or
+identifier (`render/fit.py`). A table's warnings go to stderr; JSON and YAML keep them in
+the document.
 """
 
 from __future__ import annotations
@@ -49,14 +51,22 @@ def emit(
 
         sys.stdout.write(yaml.safe_dump(dump(result), sort_keys=False, allow_unicode=True))
     else:
-        from rich.console import Console
+        from llm_inventory.render.fit import Diagnostic, data_console, print_parts
 
-        console = Console(highlight=False)
         rendered = table()
-        for part in rendered if isinstance(rendered, Sequence) else (rendered,):
-            console.print(part)
+        parts = list(rendered) if isinstance(rendered, Sequence) else [rendered]
+        print_parts(data_console(), [p for p in parts if not isinstance(p, Diagnostic)])
+        sys.stdout.flush()
+        for part in parts:
+            if isinstance(part, Diagnostic):
+                warn(part.plain)
 
 
 def warn(message: str) -> None:
     """A warning on stderr, one line, never on stdout."""
     sys.stderr.write(f"inventory: warning: {message}\n")
+
+
+def note(message: str) -> None:
+    """A note on stderr (what the result assumed), one line, never on stdout."""
+    sys.stderr.write(f"inventory: note: {message}\n")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from rich.table import Table
+from collections.abc import Callable
+
+from rich.table import Table as RichTable
 from rich.text import Text
 
-from llm_inventory.engine.placement import PlacementResult, Plan
+from llm_inventory.engine.placement import DeviceFit, PlacementResult, Plan
+from llm_inventory.render.fit import Diagnostic, Footnote, Table
 from llm_inventory.units import UnitSystem, format_bytes
 
 
@@ -55,7 +58,10 @@ def _verdict(plan: Plan) -> Text:
 
 
 def placement_tables(result: PlacementResult, units: UnitSystem,
-                     limit: int | None = None) -> list[Table | Text]:
+                     limit: int | None = None) -> list[RichTable | Text]:
+    """The widths table, the plans (the first 20 unless `limit` says otherwise), the lines
+    that explain them; warnings (a context past the model's positions, uneven stages, idle
+    devices) go to stderr as Diagnostics."""
     head = Text(
         f"{result.model} on {result.count} × {result.device} "
         f"({format_bytes(result.device_memory_bytes, units)} each, "
@@ -71,12 +77,13 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
                    + (f" ({hidden} more: --limit 0 shows all)" if hidden else "")
                    + " (×N: replicas; P/D: separate prefill and decode pools; enc: encoder on "
                    "its own device; conc.: requests at the context one engine holds)")
-    table = Table()
+    table = Table(optional=("time†", "reserve*"))  # the estimates give way first
     for name in ("plan", "verdict", "weights", "reserve*", "KV pool", "KV tokens", "conc.",
                  "time†"):
         table.add_column(name, justify="left" if name in ("plan", "verdict") else "right",
                          no_wrap=name in ("plan", "conc."))
     notes: list[str] = []
+    warnings: list[str] = []
     for index, plan in enumerate(shown, start=1):
         d = plan.per_device
         size = (lambda n: format_bytes(n, units)) if d else None
@@ -93,7 +100,7 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
         if plan.why and not plan.fits:
             notes.append(f"{index}. does not fit: {plan.why}")
         for warning in plan.warnings:
-            notes.append(f"{index}. warning: {warning}")
+            warnings.append(f"plan {index} ({_split(plan)}): {warning}")
         if plan.legal and plan.fits_context is False and plan.longest_context is not None:
             notes.append(f"{index}. one request at {result.context:,} tokens does not fit; "
                          f"the longest that does is {plan.longest_context:,}")
@@ -101,9 +108,10 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             handed = format_bytes(plan.kv_handover_bytes, units)
             notes.append(f"{index}. each request hands {handed} of KV from the prefill pool "
                          "to the decode pool")
-    widths = Table(title=None)
+    widths = RichTable(title=None)
     for name in ("tp (pp 1)", "weights/device", "state/seq/device", "sequences", "verdict"):
-        widths.add_column(name, justify="left" if name == "verdict" else "right")
+        widths.add_column(name, justify="left" if name == "verdict" else "right",
+                          overflow="fold" if name == "verdict" else "ellipsis")
     for w in result.widths:
         verdict = "fits" if w.fits else ("illegal: " if not w.legal else "") + (w.why or "")
         widths.add_row(f"{w.tp}", format_bytes(w.weight_bytes, units),
@@ -114,8 +122,8 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
         f"weights {format_bytes(result.model_weight_bytes, units)} for one replica; "
         f"{format_bytes(result.usable_bytes, units)} usable per device, as "
         f"{_engine(result)} accounts for it")
-    parts: list[Table | Text] = [head, weights_line]
-    parts += [Text(f"note: {note}", style="yellow") for note in result.notes]
+    parts: list[RichTable | Text] = [head, weights_line]
+    parts += [Diagnostic(note) for note in result.notes]
     if result.widths:
         parts.append(widths)
     parts += [summary, table]
@@ -131,13 +139,56 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
     if result.refused:
         lines = [f"  {r.reason} ({_splits(r.splits)})" for r in result.refused]
         parts.append(Text("refused splits:\n" + "\n".join(lines)))
-    parts.append(Text("* reserve is an estimate: " + result.estimate, style="dim"))
-    timed = next((p.timing for p in result.plans if p.timing is not None), None)
+    parts.append(Footnote("* reserve is an estimate: " + result.estimate, column="reserve*",
+                          style="dim"))
+    timed = next((p.timing for p in shown if p.timing is not None), None)
     if timed is not None:
-        parts.append(Text(
+        parts.append(Footnote(
             f"† time to first token / time per output token: {timed.estimate}; prefill of "
             f"{timed.prompt_tokens:,} tokens, decode at the batch one engine holds (or "
-            "--batch); bounds and tokens/s in JSON", style="dim"))
+            "--batch); bounds and tokens/s in JSON", column="time†", style="dim"))
     if notes:
         parts.append(Text("\n".join(notes)))
+    parts += [Diagnostic(warning) for warning in warnings]
+    return parts
+
+
+def _best(result: PlacementResult) -> Plan | None:
+    return result.plans[0] if result.plans else None
+
+
+def engines_side_by_side(results: list[PlacementResult], units: UnitSystem,
+                         limit: int | None = None) -> list[RichTable | Text]:
+    """One model across engines: a column per engine for its best plan, then each engine's
+    own block."""
+    first = results[0]
+    head = Text(f"{first.model} on {first.count} × {first.device} · {first.context:,} "
+                f"tokens × {first.concurrency} · {len(results)} engines side by side",
+                style="bold")
+    table = Table(title="best plan of each engine")
+    table.add_column("")
+    for r in results:
+        table.add_column(_engine(r), justify="right")
+
+    def row(name: str, cell: Callable[[PlacementResult, Plan, DeviceFit], str]) -> None:
+        values = []
+        for r in results:
+            plan = _best(r)
+            d = plan.per_device if plan is not None else None
+            values.append(cell(r, plan, d) if plan is not None and d is not None else "—")
+        table.add_row(name, *values)
+
+    row("plan", lambda r, p, d: _split(p))
+    row("verdict", lambda r, p, d: _verdict(p).plain)
+    row("usable/device", lambda r, p, d: format_bytes(d.usable_bytes, units))
+    row("weights/device", lambda r, p, d: format_bytes(d.weight_bytes, units))
+    row("reserve*/device", lambda r, p, d: format_bytes(d.reserve_bytes, units))
+    row("KV pool/device", lambda r, p, d: format_bytes(d.kv_pool_bytes, units))
+    row("KV tokens", lambda r, p, d: f"{d.kv_capacity_tokens:,}")
+    row("conc.", lambda r, p, d: f"{p.max_concurrency:,.2f}"
+        if p.max_concurrency is not None else "—")
+    parts: list[RichTable | Text] = [head, table]
+    for r in results:
+        parts.append(Text(f"── {_engine(r)} ──", style="bold"))
+        parts += placement_tables(r, units, limit)
     return parts

@@ -26,7 +26,7 @@ def schema_table(document: dict[str, Any]) -> list[Table | Text]:
     required = set(document.get("required", []))
     table = Table(show_header=True)
     table.add_column("field", no_wrap=True)
-    table.add_column("type")
+    table.add_column("type", overflow="fold")
     table.add_column("required", justify="center")
     table.add_column("default", overflow="fold")
     for name, prop in document.get("properties", {}).items():

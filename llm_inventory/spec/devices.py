@@ -53,7 +53,7 @@ class MemoryBasis(StrEnum):
 
     RUNTIME = "runtime"  # the runtime's total (cudaMemGetInfo / HIP): what engines budget
     DRIVER = "driver"  # the driver's total (nvidia-smi), above the runtime's by some MiB
-    MARKETING = "marketing"  # the vendor's capacity; no runtime figure known
+    MARKETING = "marketing"  # the vendor's "N GB" as N GiB (as parts are built); no runtime figure
     USER = "user"  # given by the user for this run
 
 
@@ -120,7 +120,9 @@ class Device(BaseModel):
     memory_bytes: Bytes = Field(description="Total device memory as the runtime reports it.")
     memory_basis: MemoryBasis = MemoryBasis.RUNTIME
     memory_marketing: str | None = Field(default=None, max_length=64)
-    memory_marketing_bytes: Bytes | None = None
+    memory_marketing_bytes: Bytes | None = Field(
+        default=None, description='The vendor\'s label read as written: "80 GB" is 80 × 10^9 bytes.'
+    )
     memory_bandwidth_bytes_per_s: Bytes | None = None
     bf16_flops: Flops | None = Field(default=None, description="Peak dense BF16 FLOP/s.")
     fp8_flops: Flops | None = Field(

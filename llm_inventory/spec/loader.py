@@ -1,10 +1,11 @@
-"""Resolve a MODEL argument to a ModelSpec, offline.
+"""Resolve a MODEL argument to a ModelSpec, offline by default.
 
 MODEL may be a preset name (`llama-3.1-70b`), a YAML model file, a Hugging Face
 `config.json`, a folder holding one (its safetensors headers or index are read too), a
-Hugging Face cache folder, or a GGUF file. Checkpoints are read by their headers only; the
-readers load on first use, so presets and YAML files import none of them. The same loader
-serves every command.
+Hugging Face cache folder, a GGUF file, or a Hugging Face id (`org/name[@revision]`: a preset
+alias, else the local Hub cache, else, with the `hub` extra, the Hub; see spec/hub.py).
+Checkpoints are read by their headers only; the readers load on first use, so presets and
+YAML files import none of them. The same loader serves every command.
 """
 
 from __future__ import annotations
@@ -28,25 +29,38 @@ def spec_from_mapping(data: dict[str, Any], label: str) -> ModelSpec:
         raise from_validation(exc, label) from exc
 
 
+def config_name(data: dict[str, Any], path: Path) -> str:
+    """A config's model name: its `_name_or_path` (a local path gives its last part), else
+    the file's stem, else, for a file called config.json, its folder's name."""
+    given = data.get("_name_or_path")
+    if isinstance(given, str) and given.strip():
+        given = given.strip().rstrip("/")
+        local = given.startswith(("/", ".", "~")) or given.count("/") > 1 or "\\" in given
+        return given.replace("\\", "/").rsplit("/", 1)[-1] if local else given
+    if path.stem != "config":
+        return path.stem
+    return path.resolve().parent.name or path.stem
+
+
 def _from_config_file(path: Path, name: str | None = None) -> ModelSpec:
     from llm_inventory.spec.hf import from_hf_config
     from llm_inventory.spec.yaml_io import load_mapping
 
     data = load_mapping(path)
-    return from_hf_config(data, str(path), name or path.parent.name or path.stem)
+    return from_hf_config(data, str(path), name or config_name(data, path))
 
 
-def _from_folder(path: Path) -> ModelSpec:
+def _from_folder(path: Path, name: str | None = None) -> ModelSpec:
     """A model folder: config.json with its safetensors headers (or index), a Hugging Face
     cache folder (`models--org--name`, resolved to a snapshot), or a folder of one GGUF."""
     from llm_inventory.checkpoint.folder import hub_name, is_hub_cache, resolve_hub_cache
 
-    name = hub_name(path)
+    name = name or hub_name(path)
     if is_hub_cache(path):
         path = resolve_hub_cache(path)
     config = path / "config.json"
     if config.is_file():
-        spec = _from_config_file(config, name or path.name)
+        spec = _from_config_file(config, name)
         return _with_safetensors(spec, path)
     ggufs = _gguf_models(path)
     if len(ggufs) == 1:
@@ -79,6 +93,8 @@ def _with_safetensors(spec: ModelSpec, path: Path) -> ModelSpec:
     from llm_inventory.checkpoint.folder import read_folder
 
     found = read_folder(path)
+    if found.table is None and path.parent.name == "snapshots":
+        found = _kept_headers(path, found)
     if not found.found:
         if found.notes:
             return spec.model_copy(update={"notes": spec.notes + found.notes})
@@ -106,11 +122,45 @@ def _with_safetensors(spec: ModelSpec, path: Path) -> ModelSpec:
     return spec.model_copy(update={"checkpoint": facts})
 
 
+def _kept_headers(snapshot: Path, found: Any) -> Any:
+    """A Hub snapshot whose shards are absent but whose headers were kept beside it."""
+    from llm_inventory.checkpoint.folder import FolderCheckpoint
+    from llm_inventory.checkpoint.safetensors import TensorTable
+    from llm_inventory.spec.hub import stored_headers
+
+    kept = stored_headers(snapshot)
+    if kept is None:
+        return found
+    tensors, files = kept
+    table = TensorTable(files=files, tensors=tensors)
+    notes = ["shards not downloaded: their headers, read from the Hub, give the sizes"]
+    if found.index_total is not None and found.index_total != table.total_bytes:
+        notes.append(f"the index gives total_size {found.index_total:,} B but the headers "
+                     f"hold {table.total_bytes:,} B; the headers are used")
+    return FolderCheckpoint(table=table, index_total=found.index_total,
+                            index_names=found.index_names, files=files, notes=notes)
+
+
 def _from_gguf(path: Path) -> ModelSpec:
     from llm_inventory.checkpoint.gguf import read_gguf
     from llm_inventory.checkpoint.gguf_spec import spec_from_gguf
 
     return spec_from_gguf(read_gguf(path))
+
+
+def _from_hub_id(reference: str, repo: str, revision: str | None) -> ModelSpec:
+    """`org/name[@revision]`: a preset alias, else the Hub cache, else the Hub (spec/hub.py)."""
+    from llm_inventory.spec.hub import resolve
+
+    if revision is None:
+        from llm_inventory.spec.presets import find_preset, load_preset
+
+        try:
+            return load_preset(find_preset(repo).name)
+        except InputError:
+            pass  # not an alias: a Hub id
+    spec: ModelSpec = resolve(reference, repo, revision, _from_folder)
+    return spec
 
 
 def load_model(reference: str) -> ModelSpec:
@@ -124,6 +174,12 @@ def load_model(reference: str) -> ModelSpec:
     )
     if path.is_dir():
         return _from_folder(path)
+    if not path.exists():
+        from llm_inventory.spec.hub import parse_hub_id
+
+        hub = parse_hub_id(reference)
+        if hub is not None:
+            return _from_hub_id(reference, *hub)
     if path.is_file() or looks_like_path:
         if path.suffix == ".json":
             return _from_config_file(path)

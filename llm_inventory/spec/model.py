@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SkipValidation, model_validator
 
 Pos = Annotated[int, Field(ge=1)]
 NonNeg = Annotated[int, Field(ge=0)]
@@ -67,6 +67,7 @@ class Component(StrEnum):
     DENOISER = "denoiser"
     TEXT_ENCODER = "text_encoder"
     VAE = "vae"
+    MTP = "mtp"  # multi-token-prediction layers (counted apart: see MTP)
     OTHER = "other"
 
 
@@ -128,6 +129,23 @@ class MoE(_Spec):
         return self
 
 
+class MTP(_Spec):
+    """Multi-token-prediction layers (DeepSeek-V3 `num_nextn_predict_layers`, GLM-4.5,
+    Qwen3-Next `mtp_num_hidden_layers`): weights checkpoints hold and transformers does not
+    build, numbered after the decoder's layers (`model.layers.{layers + j}`).
+
+    Each is a decoder layer of `kind` (default: the last layer's) whose MLP is the decoder's
+    MoE when `moe`, plus `extra` tensors per MTP layer (the embedding/hidden norms and the
+    2h → h projection that feed it, its shared-head norm …); `layers` in an extra tensor are
+    ignored: it repeats once per MTP layer.
+    """
+
+    layers: Pos = 1
+    kind: Annotated[str, Field(min_length=1)] | None = None
+    moe: bool = True
+    extra: list[ExtraTensor] = Field(default_factory=list)
+
+
 class SSM(_Spec):
     """A Mamba (v1) or Mamba-2 mixer; its state is fixed per sequence."""
 
@@ -159,6 +177,54 @@ class ExtraTensor(_Spec):
     shard: Shard = Shard.REPLICATED
     layers: list[NonNeg] | None = None
     linear: bool = False  # a matmul weight quantization applies to
+
+
+class RopeScaling(_Spec):
+    """A config's `rope_scaling` / `rope_parameters`: how the rotary embedding is extended
+    past the trained positions (`type`: linear, dynamic, yarn, deepseek_yarn, llama3,
+    longrope, mrope, default …)."""
+
+    type: Annotated[str, Field(min_length=1)] = "default"
+    factor: Annotated[float, Field(gt=0)] | None = None
+    original_max_positions: Pos | None = None
+
+
+class LayerOverride(_Spec):
+    """Shapes that differ on some layers: the layers listed, or every layer of the kinds
+    listed (Gemma 4's global layers, MiMo-V2's sliding layers, Nemotron-H's MLP-less mixer
+    layers, per-layer `block_configs`). Fields left unset keep the stack's value; later
+    overrides win over earlier ones."""
+
+    layers: list[NonNeg] | None = None
+    kinds: list[Annotated[str, Field(min_length=1)]] | None = None
+    heads: Pos | None = None
+    kv_heads: Pos | None = None
+    head_dim: Pos | None = None
+    v_head_dim: Pos | None = None
+    intermediate_size: NonNeg | None = None
+    mlp: Literal["gated", "plain", "none"] | None = None
+    qkv_bias: bool | None = None
+    o_bias: bool | None = None
+    qk_norm: Literal["none", "head", "full"] | None = None
+    sliding_window: Pos | None = None
+    partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] | None = None
+    rope: bool | None = None
+    attn_output_gate: bool | None = None
+    k_eq_v: bool | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> LayerOverride:
+        if (self.layers is None) == (self.kinds is None):
+            raise ValueError("give exactly one of layers or kinds")
+        return self
+
+    def applies(self, index: int, kind: str) -> bool:
+        return (self.layers is not None and index in self.layers) or (
+            self.kinds is not None and kind in self.kinds)
+
+    def updates(self) -> dict[str, object]:
+        return {k: v for k, v in self.model_dump(exclude={"layers", "kinds"}).items()
+                if v is not None}
 
 
 class Stack(_Spec):
@@ -198,17 +264,40 @@ class Stack(_Spec):
     sliding_window: Pos | None = None
     chunk_size: Pos | None = None
     mla: MLA | None = None
+    mtp: MTP | None = None
     moe: MoE | None = None
     ssm: SSM | None = None
     rope: bool = True  # rotary positions (engines keep a cos/sin cache)
     partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] = 1.0
-    # Positions of each cos/sin cache an engine precomputes (scaled RoPE variants extend
-    # it: linear and dynamic NTK × factor, YaRN original × factor); None: one cache of the
-    # model's max_context.
-    rope_cache_positions: list[Pos] | None = None
+    rope_scaling: RopeScaling | None = None  # how the rotary embedding is extended
+    local_rope: bool = False  # sliding layers keep their own unscaled rotary (Gemma 3)
     cross_attention: bool = False  # every layer also attends to the encoder (Whisper)
     cross_qk_norm: bool = False  # per-head q/k norms on cross-attention (Mllama)
+    attn_output_gate: bool = False  # q_proj also yields a sigmoid gate on the output (×2)
+    k_eq_v: bool = False  # keys double as values: no v_proj (Gemma 4 attention_k_eq_v)
     extra: list[ExtraTensor] = Field(default_factory=list)
+    overrides: list[LayerOverride] = Field(default_factory=list)
+    _at: dict[int, Stack] = PrivateAttr(default_factory=dict)
+
+    def at(self, index: int) -> Stack:
+        """The stack as layer `index` sees it: its overrides applied (cached per layer)."""
+        if not self.overrides:
+            return self
+        found = self._at.get(index)
+        if found is None:
+            kind = self.kind_of(index)
+            update: dict[str, object] = {}
+            for override in self.overrides:
+                if override.applies(index, kind):
+                    update.update(override.updates())
+            if update:
+                update["overrides"] = []
+                found = self.model_copy(update=update)
+                found._at = {}
+            else:
+                found = self
+            self._at[index] = found
+        return found
 
     @property
     def shaped(self) -> bool:
@@ -353,10 +442,6 @@ class Quantization(_Spec):
     act_order_index: bool = False  # GPTQ's g_idx: one int32 per input feature
     ignore: list[str] = Field(default_factory=list)
     experts_only: bool = False
-    # Serving kernels that pad expert matrices at load time: the per-rank intermediate and
-    # each matmul's reduction dimension rounded up to a multiple of this (vLLM's MXFP4 MoE
-    # kernels on Hopper: 256).
-    runtime_pad: Pos | None = None
 
 
 class TensorRole(StrEnum):

@@ -6,6 +6,9 @@ import struct
 from pathlib import Path
 from typing import Any
 
+# The dev extra installs gguf (and numpy with it): these tests fail, never skip, without it.
+import gguf  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest
 
 from llm_inventory.checkpoint.gguf import _reader_class, check_magic, read_gguf
@@ -14,10 +17,6 @@ from llm_inventory.engine.params import count_parameters
 from llm_inventory.errors import InputError
 from llm_inventory.spec.loader import load_model
 from llm_inventory.spec.model import Family, LayerKind
-
-gguf = pytest.importorskip("gguf")
-np = pytest.importorskip("numpy")
-
 from tests.checkpoint.gguf_files import GGUFTensors, llama_gguf, write_gguf  # noqa: E402
 
 Q = gguf.GGMLQuantizationType

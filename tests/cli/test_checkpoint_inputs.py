@@ -77,7 +77,6 @@ def test_kv_from_a_hub_cache_folder(invoke: Invoke, tmp_path: Path) -> None:
 
 
 def test_kv_from_a_gguf_file(invoke: Invoke, tmp_path: Path) -> None:
-    pytest.importorskip("gguf")
     from tests.checkpoint.gguf_files import llama_gguf
 
     path = tmp_path / "tiny.gguf"

@@ -47,7 +47,7 @@ def test_one_device_in_json(invoke: Invoke) -> None:
     assert data == DeviceList(devices=[resolve_device("h100-sxm")]).model_dump(mode="json")
     [device] = data["devices"]
     assert device["memory_bytes"] == 85_029_158_912
-    assert device["memory_marketing_bytes"] == 80 * 2**30
+    assert device["memory_marketing_bytes"] == 80 * 10**9
     assert device["fp8_flops"] == 1_978_900_000_000_000
     assert "vLLM" in device["sources"]["memory_bytes"]
 

@@ -42,6 +42,18 @@ def test_tp_per_device(invoke: Invoke, args: list[str], per_device: int) -> None
     assert data["per_device"]["bytes"] == per_device
 
 
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_no_model_and_no_shape_says_it_sizes_the_worked_example(invoke: Invoke,
+                                                               fmt: str) -> None:
+    bare = invoke("kv", "--format", fmt)
+    assert bare.code == 0
+    assert bare.stderr.startswith("inventory: note: no --model and no shape flags")
+    assert "80 layers, 8 KV heads, head dimension 128" in bare.stderr
+    assert "note" not in bare.stdout
+    assert invoke("kv", "--layers", "80", "--format", fmt).stderr == ""
+    assert invoke("kv", "--model", "llama-3.1-8b", "--format", fmt).stderr == ""
+
+
 def test_tp_four_table_shows_625_mib(invoke: Invoke) -> None:
     assert "625 MiB" in invoke("kv", "--tp", "4").stdout
 
@@ -50,7 +62,6 @@ def test_tp_four_table_shows_625_mib(invoke: Invoke) -> None:
     ("args", "factor"),
     [
         (["--kv-heads", "32"], 4.0),
-        (["--dtype", "fp8"], 0.5),
         (["--kv-dtype", "fp8"], 0.5),
         (["--sequences", "4"], 4.0),
         (["--window", "4096"], 4096 / 8000),
@@ -94,7 +105,8 @@ def test_max_bytes(invoke: Invoke) -> None:
         (["--tokens", "nan"], "--tokens"),
         (["--tokens", "inf"], "--tokens"),
         (["--tokens", "8Q"], "--tokens"),
-        (["--dtype", "fp9"], "--dtype"),
+        (["--kv-dtype", "fp9"], "--kv-dtype"),
+        (["--dtype", "fp8"], "--kv-dtype fp8"),
         (["--tp", "3"], "--tp"),
         (["--tp", "0"], "--tp"),
         (["--pp", "81"], "--pp"),

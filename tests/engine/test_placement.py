@@ -40,7 +40,9 @@ def only(found: list[Plan], tp: int, pp: int = 1, ep: int = 1) -> Plan:
 
 
 def test_llama_70b_on_8_h100() -> None:
-    searched = result("llama-3.1-70b", "h100-sxm", 8)
+    # vLLM 0.19, the release the start-up logs calibrate (from 0.21 CUDA graphs are
+    # subtracted up front and TP 2 no longer holds one 8,000-token request).
+    searched = result("llama-3.1-70b", "h100-sxm", 8, engine="vllm@0.19")
     found = searched.plans
     one = only(found, 1)
     assert one.legal and not one.fits

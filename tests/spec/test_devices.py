@@ -95,21 +95,33 @@ def test_every_figure_has_a_source(device: Device) -> None:
 
 
 @pytest.mark.parametrize("device", CATALOG, ids=lambda d: d.id)
-def test_memory_is_at_most_the_marketed_figure(device: Device) -> None:
-    assert device.memory_marketing_bytes is not None
-    assert device.memory_bytes <= device.memory_marketing_bytes
-    # Runtimes keep a few percent for themselves, never more than a tenth (L4: 22.03 of 24).
-    assert device.memory_bytes >= 0.9 * device.memory_marketing_bytes
+def test_marketed_bytes_are_the_label_as_written(device: Device) -> None:
+    """"80 GB" is 80 × 10^9 bytes, and the label matches the source it was read from."""
+    assert device.memory_marketing is not None and device.memory_marketing_bytes is not None
+    number, unit = device.memory_marketing.split()
+    assert unit == "GB"
+    assert device.memory_marketing_bytes == int(number) * 10**9
+    source = device.sources["memory_marketing_bytes"].replace(" ", "")
+    assert f"{number}GB" in source, source
+
+
+@pytest.mark.parametrize("device", CATALOG, ids=lambda d: d.id)
+def test_memory_is_within_the_binary_size_of_the_label(device: Device) -> None:
+    """The parts are built in GiB: the runtime's total sits just below N GiB, never more
+    than a tenth under it (L4: 22.03 of 24)."""
+    assert device.memory_marketing is not None
+    built = int(device.memory_marketing.split()[0]) * GIB
+    assert 0.9 * built <= device.memory_bytes <= built
     if device.memory_basis is MemoryBasis.MARKETING:
-        assert device.memory_bytes == device.memory_marketing_bytes
+        assert device.memory_bytes == built
 
 
-def test_marketed_gb_reads_as_gib() -> None:
-    # "80 GB" HBM is 80 GiB: the runtime reports 79.19 GiB, more than 80 x 10^9 bytes.
+def test_marketed_gb_is_decimal() -> None:
+    # "80 GB" is 80 × 10^9 bytes; the part holds 80 GiB, of which the runtime reports 79.19.
     h100 = resolve_device("h100-sxm")
     assert h100.memory_marketing == "80 GB"
-    assert h100.memory_marketing_bytes == 80 * GIB
-    assert h100.memory_bytes > 80 * 10**9
+    assert h100.memory_marketing_bytes == 80 * 10**9
+    assert h100.memory_bytes > h100.memory_marketing_bytes
 
 
 def test_h100_runtime_memory_matches_the_engine_logs() -> None:

@@ -7,7 +7,6 @@ tests/data/more-configs/oracle-totals.json say how each was computed).
 
 from __future__ import annotations
 
-import copy
 import json
 from functools import cache
 from pathlib import Path
@@ -23,9 +22,9 @@ from llm_inventory.engine.params import count_parameters
 from llm_inventory.engine.state import StateKind
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import from_hf_config
-from llm_inventory.spec.hf.multimodal import BUILDERS
+from llm_inventory.spec.hf.registry import MULTIMODAL_MODELS
 from llm_inventory.spec.model import Component, ModelSpec
-from tests.reference import DATA, model_config, oracle_totals, reference_models
+from tests.reference import DATA, merge, model_config, oracle_totals, reference_models
 
 MORE = DATA / "more-configs"
 
@@ -47,16 +46,6 @@ def _total(data: dict[str, Any]) -> int:
     return count_parameters(_spec(data)).total
 
 
-def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def _minimal(model_type: str, **extra: Any) -> dict[str, Any]:
     arch = _oracle()["architectures"][model_type]
     return {"model_type": model_type, "architectures": [arch], **extra}
@@ -73,7 +62,7 @@ def test_qwen2_5_vl_matches_the_reference_count() -> None:
 
 
 SHARED_VLM = [(p, t) for p, t in oracle_totals()
-              if json.loads(p.read_text())["model_type"] in BUILDERS]
+              if json.loads(p.read_text())["model_type"] in MULTIMODAL_MODELS]
 
 
 def test_every_shared_vlm_config_is_covered() -> None:
@@ -95,13 +84,13 @@ def test_more_configs_match_transformers(name: str) -> None:
     assert _total(_load(f"more-configs/{name}")) == _oracle()["configs"][name]
 
 
-@pytest.mark.parametrize("model_type", sorted(BUILDERS))
+@pytest.mark.parametrize("model_type", sorted(MULTIMODAL_MODELS))
 def test_transformers_defaults_for_absent_keys(model_type: str) -> None:
     """A config with nothing but its type builds what the configuration classes default to."""
     assert _total(_minimal(model_type)) == _oracle()["minimal"][model_type]
 
 
-@pytest.mark.parametrize("model_type", sorted(BUILDERS))
+@pytest.mark.parametrize("model_type", sorted(MULTIMODAL_MODELS))
 def test_empty_sub_configs_take_their_class_defaults(model_type: str) -> None:
     """LLaVA and Mistral3 default an absent sub-config differently from an empty one."""
     data = _minimal(model_type, text_config={}, vision_config={})
@@ -110,7 +99,7 @@ def test_empty_sub_configs_take_their_class_defaults(model_type: str) -> None:
 
 @pytest.mark.parametrize("variant", _oracle()["variants"], ids=lambda v: v["why"])
 def test_variants_match_transformers(variant: dict[str, Any]) -> None:
-    assert _total(_merge(_load(variant["base"]), variant["patch"])) == variant["total"]
+    assert _total(merge(_load(variant["base"]), variant["patch"])) == variant["total"]
 
 
 def test_mistral_small_ties_its_head_as_transformers_does() -> None:
@@ -206,7 +195,7 @@ def test_transformers_default_geometries() -> None:
     """MllamaConfig's default tile is 448 px: 4 × ((448 / 14)² + 1) = 4,100 positions."""
     mllama = _spec(_minimal("mllama")).encoder
     assert mllama is not None and feature_tokens(mllama.media).feature_tokens == 4100
-    full = _spec(_merge(_load("more-configs/llava-hf--llava-1.5-7b-hf.json"),
+    full = _spec(merge(_load("more-configs/llava-hf--llava-1.5-7b-hf.json"),
                         {"vision_feature_select_strategy": "full"})).encoder
     assert full is not None and feature_tokens(full.media).feature_tokens == 577
 
@@ -247,7 +236,7 @@ def test_llama4_chunked_layers_and_full_nope_layers() -> None:
 
 
 def test_llama4_without_a_chunk_size_is_all_full() -> None:
-    data = _merge(_load("engine-logs/configs/meta-llama--Llama-4-Scout-17B-16E-Instruct.json"),
+    data = merge(_load("engine-logs/configs/meta-llama--Llama-4-Scout-17B-16E-Instruct.json"),
                   {"text_config": {"attention_chunk_size": None}})
     assert {run.kind for run in state_layers(_spec(data))} == {StateKind.FULL}
 
@@ -264,7 +253,7 @@ def test_llava_projector_follows_its_feature_layers(
     feature_layers: list[int], bias: bool, width: int
 ) -> None:
     """Linear(width × layers → hidden) then Linear(hidden → hidden), biases on both or none."""
-    data = _merge(_load("more-configs/llava-hf--llava-1.5-7b-hf.json"), {
+    data = merge(_load("more-configs/llava-hf--llava-1.5-7b-hf.json"), {
         "vision_feature_layer": feature_layers, "multimodal_projector_bias": bias,
         "vision_config": {"hidden_size": width, "intermediate_size": 4 * width,
                           "num_attention_heads": 4},
@@ -326,5 +315,5 @@ def test_malformed_configs_name_the_field(
     base: str, patch: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(InputError) as error:
-        _spec(_merge(_load(base), patch))
+        _spec(merge(_load(base), patch))
     assert field in str(error.value)

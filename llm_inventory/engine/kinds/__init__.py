@@ -14,7 +14,7 @@ from llm_inventory.errors import InputError
 from llm_inventory.spec.model import Stack
 
 # Module names under this package, in the order tables list their kinds.
-BUILT_IN = ("full", "sliding", "chunked", "mla", "cross", "shared", "mamba")
+BUILT_IN = ("full", "sliding", "chunked", "mla", "cross", "shared", "mamba", "mlp_only")
 
 _registry: dict[str, Kind] | None = None
 
@@ -87,10 +87,22 @@ def present(stack: Stack) -> list[Kind]:
     return sorted(seen.values(), key=lambda kind: order(kind.name))
 
 
+def variants(stack: Stack) -> list[tuple[Kind, Stack]]:
+    """Each distinct (kind, layer shape) of a stack's mixers — a kind whose layers differ by
+    override appears once per shape — in registry order, then layer order."""
+    seen: dict[tuple[int, int], tuple[int, Kind, Stack]] = {}
+    for index in range(stack.layers):
+        shaped = stack.at(index)
+        for kind, _ in mixers(stack, index):
+            seen.setdefault((id(kind), id(shaped)), (index, kind, shaped))
+    ordered = sorted(seen.values(), key=lambda v: (order(v[1].name), v[0]))
+    return [(kind, shaped) for _, kind, shaped in ordered]
+
+
 def reads_encoder(stack: Stack) -> bool:
     """Whether any mixer of the stack attends to an encoder's output."""
     return any(kind.reads_encoder for kind in present(stack))
 
 
 __all__ = ["BUILT_IN", "Kind", "ShapeRule", "StateLayer", "get", "mixers", "names", "of_layer",
-           "present", "reads_encoder", "register", "unregister"]
+           "present", "reads_encoder", "register", "unregister", "variants"]

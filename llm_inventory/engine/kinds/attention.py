@@ -135,14 +135,20 @@ class Attention(Kind):
 
 
 def projections(prefix: str, s: Stack, cross: bool = False) -> Iterator[Entry]:
-    """q/k/v/o projections (+ biases, q/k norms, sinks) of one attention block."""
+    """q/k/v/o projections (+ biases, q/k norms, sinks) of one attention block.
+
+    An output gate doubles q_proj's rows (queries and a per-element gate, as Qwen3-Next's
+    gated attention computes them); keys that double as values drop v_proj (Gemma 4).
+    """
     hidden, heads, kv = s.hidden_size or 0, s.heads or 0, s.n_kv_heads
     hd, vd = s.k_dim, s.v_dim
     k_bias = s.qkv_bias if s.k_bias is None else s.k_bias
     a = Component.ATTENTION
-    yield from linear(f"{prefix}.q_proj", heads * hd, hidden, a, Shard.COLUMN, s.qkv_bias)
+    q_rows = heads * hd * (2 if s.attn_output_gate and not cross else 1)
+    yield from linear(f"{prefix}.q_proj", q_rows, hidden, a, Shard.COLUMN, s.qkv_bias)
     yield from linear(f"{prefix}.k_proj", kv * hd, hidden, a, Shard.KV, k_bias)
-    yield from linear(f"{prefix}.v_proj", kv * vd, hidden, a, Shard.KV, s.qkv_bias)
+    if not s.k_eq_v or cross:
+        yield from linear(f"{prefix}.v_proj", kv * vd, hidden, a, Shard.KV, s.qkv_bias)
     yield from linear(f"{prefix}.o_proj", hidden, heads * vd, a, Shard.ROW, s.o_bias)
     qk_norm = "head" if cross and s.cross_qk_norm else ("none" if cross else s.qk_norm)
     if qk_norm == "head":

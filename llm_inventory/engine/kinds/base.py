@@ -71,6 +71,7 @@ class Kind:
     grows: ClassVar[bool] = True  # state grows with the sequence (until a window caps it)
     reads_encoder: ClassVar[bool] = False  # attends to an encoder's output, not the text
     holds_tokens: ClassVar[bool] = True  # "tokens held" means something for this kind
+    joint_latent: ClassVar[bool] = False  # one joint K/V latent entry per token (MLA)
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()

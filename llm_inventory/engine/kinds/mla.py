@@ -30,6 +30,7 @@ def _mla(stack: Stack) -> MLA:
 class LatentAttention(Kind):
     name = "mla"
     release = "held until the sequence ends (one compressed latent per token)"
+    joint_latent = True
 
     def tensors(self, prefix: str, stack: Stack) -> Iterator[Entry]:
         m, hidden, heads = _mla(stack), stack.hidden_size or 0, stack.heads or 0

@@ -133,8 +133,8 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
             "weights and KV bytes are exact; the reserve (activation peak of a profiling "
             f"pass over {settings.max_num_batched_tokens:,} tokens and "
             f"{min(settings.max_num_seqs, settings.max_num_batched_tokens):,} sampled rows, "
-            f"plus non-torch memory) is an estimate calibrated on {facts.engine.label} "
-            "start-ups"
+            "plus non-torch memory) is an estimate calibrated on "
+            f"{facts.engine.calibrated_on or facts.engine.label + ' start-ups'}"
         ),
         sort=request.sort,
         order=ORDERS[request.sort],

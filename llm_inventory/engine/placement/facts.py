@@ -56,9 +56,9 @@ class ModelFacts:
     moe: MoE | None
     experts: int
     has_encoder: bool
-    dense_mlp: bool
+    dense_widths: list[int]  # distinct intermediate sizes of the dense MLPs, in layer order
     _prefix: dict[tuple[int, int], tuple[float, ...]] = field(default_factory=dict)
-    _reserve: dict[tuple[int, int, int, bool, bool], ReserveEstimate] = field(
+    _reserve: dict[tuple[int, int, int, bool, bool, int], ReserveEstimate] = field(
         default_factory=dict)
     _kv: dict[int, tuple[tuple[KvLayer, ...], ...]] = field(default_factory=dict)
     _pools: dict[tuple[int, int, int], PoolLayout] = field(default_factory=dict)
@@ -122,13 +122,14 @@ class ModelFacts:
         if key in self._prefix:
             return self._prefix[key]
         layout, s = self.layout, self.stack
-        kv_share = 1.0
-        if s is not None and s.n_kv_heads and s.mla is None:
-            kv_share = max(1, s.n_kv_heads // tp) / s.n_kv_heads
         expert_share = self.expert_share(tp, ep)
         sums = [0.0]
         padded = layout.padded_experts
         for i in range(layout.layers):
+            kv_share = 1.0
+            if s is not None and s.mla is None:
+                heads = s.at(i).n_kv_heads
+                kv_share = max(1, heads // tp) / heads if heads else 1.0
             experts = (padded.rank_bytes(tp, ep, i, i + 1) if padded is not None
                        else layout.expert[i] * expert_share)
             sums.append(sums[-1] + layout.split[i] / tp + layout.kv[i] * kv_share
@@ -186,14 +187,16 @@ class ModelFacts:
             hidden=s.hidden_size if s is not None and s.hidden_size else 0,
             widest_per_token=_widest(s, tp, ep) if s is not None else 0,
             moe_workspace_per_token=self._moe_workspace(tp, ep),
-            activation_bits=self.act_bits,
+            activation_bits=self.act_bits, layers=len(self.ranges(pp)[stage]),
+            device_memory_bytes=self.request.device.memory_bytes,
+            mla=s is not None and s.mla is not None,
             heads=(s.heads or 0) // tp if s is not None else 0,
-            head_dim=s.k_dim if s is not None else 0, layers=self.layers,
+            head_dim=s.k_dim if s is not None else 0, model_layers=self.layers,
         )
 
     def reserve(self, tp: int, pp: int, ep: int, stage: int) -> ReserveEstimate:
         """The engine's reserve on one stage (memoised on what it can depend on)."""
-        key = (tp, pp, ep, stage == 0, stage == pp - 1)
+        key = (tp, pp, ep, stage == 0, stage == pp - 1, len(self.ranges(pp)[stage]))
         if key not in self._reserve:
             self._reserve[key] = self.engine.reserve(self.stage_shape(tp, pp, ep, stage),
                                                      self.settings)
@@ -238,16 +241,31 @@ class ModelFacts:
         return total
 
 
-def _widest(s: Stack, tp: int, ep: int) -> int:
+def _dense_widths(stack: Stack | None) -> list[int]:
+    """Distinct intermediate sizes of the stack's dense (not MoE) MLPs."""
+    if stack is None:
+        return []
+    moe, found = stack.moe, []
+    for index in range(stack.layers):
+        s = stack.at(index)
+        if s.mlp == "none" or not s.intermediate_size or (moe and moe.is_moe_layer(index)):
+            continue
+        if s.intermediate_size not in found:
+            found.append(s.intermediate_size)
+    return found
+
+
+def _widest(stack: Stack, tp: int, ep: int) -> int:
     """Activation elements per token of the widest layer on one rank (forward peak)."""
-    hidden = s.hidden_size or 0
+    hidden = stack.hidden_size or 0
     mlp = 0
-    if s.intermediate_size and s.mlp != "none":
-        mlp = (3 if s.mlp == "gated" else 2) * s.intermediate_size // tp
-    if s.moe is not None:
-        width = s.moe.expert_intermediate_size // (1 if ep > 1 else tp)
-        mlp = max(mlp, s.moe.top_k * (3 * width + hidden))
-    mixers = max((k.activation_width(s, tp) for k in kinds.present(s)), default=0)
+    for width in {stack.at(i).intermediate_size or 0 for i in range(stack.layers)
+                  if stack.at(i).mlp != "none"}:
+        mlp = max(mlp, (3 if stack.mlp == "gated" else 2) * width // tp)
+    if stack.moe is not None:
+        width = stack.moe.expert_intermediate_size // (1 if ep > 1 else tp)
+        mlp = max(mlp, stack.moe.top_k * (3 * width + hidden))
+    mixers = max((k.activation_width(s, tp) for k, s in kinds.variants(stack)), default=0)
     return 2 * hidden + max(mixers, mlp)
 
 
@@ -265,7 +283,8 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     settings = engine.settings(device, LaunchSettings(
         context=context, kv_dtype=kv, max_num_batched_tokens=request.max_num_batched_tokens,
         max_num_seqs=request.max_num_seqs, block_size=request.block_size,
-        memory_fraction=request.gpu_memory_utilization, flags=request.engine_flags))
+        memory_fraction=request.gpu_memory_utilization, flags=request.engine_flags,
+        dtype=activation_dtype(spec)))
     stack = spec.decoder
     layers = stack.layers if stack is not None else 1
     moe = stack.moe if stack is not None else None
@@ -283,6 +302,5 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         layers=layers,
         moe=moe, experts=experts,
         has_encoder=spec.encoder is not None and spec.family.decodes,
-        dense_mlp=stack is not None and stack.mlp != "none" and (
-            moe is None or any(not moe.is_moe_layer(i) for i in range(layers))),
+        dense_widths=_dense_widths(stack),
     )

@@ -52,13 +52,14 @@ class Judge:
         facts, s = self.facts, self.facts.stack
         verdict = Verdict()
         if s is not None:
-            for kind in kinds.present(s):
-                reasons, warnings = kind.tp_limits(s, tp)
+            for kind, shaped in kinds.variants(s):
+                reasons, warnings = kind.tp_limits(shaped, tp)
                 verdict.reasons += [r for r in reasons if r not in verdict.reasons]
                 verdict.warnings += [w for w in warnings if w not in verdict.warnings]
-            if s.intermediate_size and facts.dense_mlp and s.intermediate_size % tp:
-                verdict.reasons.append(f"tp {tp} does not divide the MLP intermediate size "
-                                       f"{s.intermediate_size}")
+            for width in facts.dense_widths:
+                if width % tp:
+                    verdict.reasons.append(f"tp {tp} does not divide the MLP intermediate size "
+                                           f"{width}")
         if tp > facts.per_node:
             if facts.request.allow_cross_node_tp:
                 verdict.warnings.append(f"tp {tp} spans nodes of {facts.per_node} devices")

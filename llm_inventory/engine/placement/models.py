@@ -42,7 +42,7 @@ class PlacementRequest(BaseModel):
     tp: int | None = Field(default=None, ge=1)
     pp: int | None = Field(default=None, ge=1)
     ep: int | None = Field(default=None, ge=1)
-    engine: str = "vllm"  # NAME or NAME@VERSION (see `engine/serving/`)
+    engine: str = "vllm"  # NAME or NAME@VERSION (`engine/serving/`); NAME: its newest era
     engine_flags: dict[str, FlagValue] = Field(default_factory=dict)  # by the engine's names
     # max_model_len; None: 8,000 (the seed's), or the engine's limit for the model if lower
     context: int | None = Field(default=None, ge=1)
@@ -127,6 +127,7 @@ class Plan(BaseModel):
     kv_handover_bytes: int | None = None
     timing: Timing | None = None  # roofline estimate for one replica
     startup: list[str] = Field(default_factory=list)  # the engine's lines, binding worker
+    startup_error: str | None = None  # the error the engine stops with at start-up, if any
     host: HostFit | None = None  # engines that keep layers in host RAM (llama.cpp)
 
 

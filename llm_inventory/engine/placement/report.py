@@ -18,7 +18,7 @@ from llm_inventory.engine.placement.models import (
 )
 from llm_inventory.engine.roofline import Timing, roofline
 from llm_inventory.engine.routing import expected_distinct_experts
-from llm_inventory.engine.serving.base import PoolLayout
+from llm_inventory.engine.serving.base import PoolLayout, StartupContext
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
@@ -62,6 +62,10 @@ class Reporter:
             else None
         handover = self.handover() if shape.disaggregation == "prefill/decode" else None
         concurrency = sized.concurrency
+        report = facts.engine.startup(
+            cap, sized.pools[b], facts.settings,
+            StartupContext(device=request.device, weight_bytes=sized.weights[b],
+                           reserve=reserve)) if facts.state else None
         return Plan(
             tp=shape.tp, pp=shape.pp, ep=shape.ep, dp=sized.dp,
             devices_per_replica=shape.devices, devices_used=min(devices_used, request.count),
@@ -96,13 +100,19 @@ class Reporter:
             experts_per_rank=sized.experts_per_rank,
             kv_handover_bytes=handover,
             timing=timing,
-            startup=facts.engine.plan_startup_lines(
-                [lay.capacity(pool) for lay, pool in zip(sized.layouts, sized.pools,
-                                                         strict=True)],
-                sized.layouts, sized.pools, b, facts.settings, self.host_layout(sized))
-            if facts.state else [],
+            startup=self.startup_lines(sized, report.lines) if report is not None else [],
+            startup_error=report.error if report is not None else None,
             host=self.host(sized),
         )
+
+    def startup_lines(self, sized: Sized, binding: list[str]) -> list[str]:
+        """The engine's lines over every stage and the host, when it prints them so (else
+        the binding worker's)."""
+        facts = self.facts
+        own = facts.engine.plan_startup_lines(
+            [lay.capacity(pool) for lay, pool in zip(sized.layouts, sized.pools, strict=True)],
+            sized.layouts, sized.pools, sized.binding, facts.settings, self.host_layout(sized))
+        return binding if own is None else own
 
     def host_layout(self, sized: Sized) -> PoolLayout | None:
         """The caches of the layers the engine keeps in host RAM (None: none)."""
@@ -132,19 +142,23 @@ class Reporter:
                        compute_bytes=compute, total_bytes=weights + kv + compute)
 
     def longest_context(self, sized: Sized) -> int:
-        """The longest max_model_len one request fits, over every stage (0: none)."""
+        """The longest max_model_len one request fits, over every stage (0: none): as the
+        engine's pool layout finds it, else by vLLM's paging."""
         facts = self.facts
-        own = [facts.engine.longest_context(facts.kv_layers(sized.shape.tp, r.start, r.stop),
-                                            pool, facts.settings, facts.context)
-               for r, pool in zip(sized.ranges, sized.pools, strict=True)]
-        if all(x is not None for x in own):
-            return min(x for x in own if x is not None)
-        return min(
-            longest_context(facts.kv_layers(sized.shape.tp, r.start, r.stop), pool,
-                            block_size=facts.settings.block_size,
-                            max_num_batched_tokens=facts.settings.max_num_batched_tokens,
-                            upper=facts.context)
-            for r, pool in zip(sized.ranges, sized.pools, strict=True))
+        found = []
+        for r, pool, layout in zip(sized.ranges, sized.pools, sized.layouts, strict=True):
+            cap = layout.capacity(pool)
+            if cap.max_concurrency >= 1 or not layout.keeps_state:
+                found.append(facts.context)
+            elif cap.longest_context is not None:
+                found.append(cap.longest_context)
+            else:
+                found.append(longest_context(
+                    facts.kv_layers(sized.shape.tp, r.start, r.stop), pool,
+                    block_size=facts.settings.block_size,
+                    max_num_batched_tokens=facts.settings.max_num_batched_tokens,
+                    upper=facts.context))
+        return min(found)
 
     def devices_needed(self, sized: Sized) -> int | None:
         """Devices this shape needs to serve the workload: whole replicas, each holding its
@@ -267,8 +281,19 @@ def refused(model_level: list[tuple[str, str]], judged: list[Sized]) -> list[Ref
     by_splits: dict[tuple[str, ...], list[str]] = {}
     for reason, splits in by_reason.items():
         by_splits.setdefault(tuple(splits), []).append(reason)
-    return [RefusedSplit(reason="; ".join(reasons), splits=list(splits))
+    return [RefusedSplit(reason=_join(reasons), splits=list(splits))
             for splits, reasons in by_splits.items()]
+
+
+def _join(reasons: list[str]) -> str:
+    """Reasons said together: "tp 3 does not divide the 64 attention heads or the 8 KV
+    heads" when they share their opening words, else one after another."""
+    if len(reasons) > 1:
+        head = reasons[0].split(" the ", 1)[0] + " the "
+        if all(r.startswith(head) for r in reasons):
+            parts = [r[len(head):] for r in reasons]
+            return head + ", the ".join(parts[:-1]) + " or the " + parts[-1]
+    return "; ".join(reasons)
 
 
 def smallest(plans: list[Plan]) -> SmallestFit | None:

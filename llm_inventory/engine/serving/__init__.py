@@ -25,7 +25,18 @@ from llm_inventory.errors import InputError
 # (engine name, lowest version, module), newest era of each engine first; the first era of
 # an engine is its default. Versions compare as dotted integers.
 ERAS: tuple[tuple[str, str, str], ...] = (
+    ("vllm", "0.21", "vllm_v21"),
     ("vllm", "0.11", "vllm"),
+    ("vllm", "0.2", "vllm_v0"),
+    ("sglang", "0.5.20", "sglang"),
+    ("sglang", "0.5.10", "sglang_graph"),
+    ("sglang", "0.5.6", "sglang_mamba"),
+    ("sglang", "0.5.3", "sglang_reserve"),
+    ("sglang", "0.4.10", "sglang_swa"),
+    ("sglang", "0.4.8", "sglang_gpu"),
+    ("sglang", "0.4.7", "sglang_047"),
+    ("sglang", "0.4.6", "sglang_046"),
+    ("sglang", "0.4", "sglang_tp"),
     ("llamacpp", "7880", "llamacpp"), ("llamacpp", "7000", "llamacpp_b7000"),
     ("llamacpp", "5913", "llamacpp_b5913"), ("llamacpp", "5300", "llamacpp_b5300"),
     ("llamacpp", "2862", "llamacpp_b2862"), ("ik_llama", "1", "llamacpp_ik"),
@@ -72,8 +83,8 @@ def get(spec: str = "vllm", field: str = "engine") -> ServingEngine:
     """The engine `NAME` or `NAME@VERSION` names; InputError for an unknown one."""
     name, _, version = spec.strip().partition("@")
     name = name.strip().lower()
-    if name in _extra and not version:
-        return _extra[name]
+    if name in _extra:
+        return _extra[name].at_version(version.strip()) if version else _extra[name]
     eras = [(low, module) for engine, low, module in ERAS if engine == name]
     if not eras:
         raise InputError(field, f"unknown engine {name!r}; known: {', '.join(names())}")
@@ -82,9 +93,20 @@ def get(spec: str = "vllm", field: str = "engine") -> ServingEngine:
     wanted = _version(version, field)
     for low, module in eras:
         if wanted >= _version(low, field):
-            return _module(module)
+            return _module(module).at_version(version.strip().lstrip("v"))
     lowest = eras[-1][0]
     raise InputError(field, f"{name} {version} predates the releases modelled (from {lowest})")
+
+
+def era_ranges() -> list[tuple[ServingEngine, str, str | None]]:
+    """Every era with the releases it covers: (engine, lowest, the next era's lowest or
+    None), in registry order; run-time engines cover any release."""
+    found: list[tuple[ServingEngine, str, str | None]] = []
+    above: dict[str, str] = {}
+    for name, low, module in ERAS:
+        found.append((_module(module), low, above.get(name)))
+        above[name] = low
+    return found + [(engine, engine.version, None) for engine in _extra.values()]
 
 
 def all_eras() -> list[ServingEngine]:
@@ -95,5 +117,5 @@ def all_eras() -> list[ServingEngine]:
 __all__ = ["ERAS", "EngineSettings", "KvCapacity", "KvLayer", "LaunchCommand", "LaunchSettings",
            "PoolLayout",
            "ReserveEstimate",
-           "ServingEngine", "StageShape", "all_eras", "get", "names", "register",
+           "ServingEngine", "StageShape", "all_eras", "era_ranges", "get", "names", "register",
            "unregister"]

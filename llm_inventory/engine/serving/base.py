@@ -47,6 +47,7 @@ class LaunchSettings(BaseModel):
     block_size: int | None = None
     memory_fraction: float | None = None
     flags: dict[str, FlagValue] = Field(default_factory=dict)
+    dtype: str | None = None  # the model's activation dtype (vLLM V0 aligns MLA entries by it)
 
 
 class EngineSettings(BaseModel):
@@ -62,6 +63,7 @@ class EngineSettings(BaseModel):
     memory_fraction: float
     kv_dtype: str
     flags: dict[str, FlagValue] = Field(default_factory=dict)
+    dtype: str | None = None  # the model's activation dtype, when the engine reads it
 
 
 class LaunchCommand(BaseModel):
@@ -101,6 +103,7 @@ class ReserveEstimate(BaseModel):
     sampler_peak_bytes: int
     activation_bytes: int
     reserve_bytes: int
+    cuda_graph_bytes: int = 0  # CUDA-graph memory subtracted up front (included in reserve_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,7 @@ class KvLayer:
     window: int | None = None
     bytes_per_token: int = 0
     fixed_bytes: int = 0
+    split_kv: bool = True  # held as K and V heads (False: one latent per token, as MLA)
     # Elements behind those bytes, for engines that type K and V apart (llama.cpp): K and
     # V per token on the rank (an MLA latent counts as K), and the fixed state's.
     k_elements: int = 0
@@ -133,7 +137,8 @@ def _device_layer(run: StateLayer, tp: int, dtype: str) -> KvLayer | None:
             run.k_head_dim + run.v_head_dim) == elements:
         k_elements, v_elements = heads * run.k_head_dim, heads * run.v_head_dim
     return KvLayer(kind=run.kind, window=run.window, bytes_per_token=per_token,
-                   fixed_bytes=fixed, k_elements=k_elements, v_elements=v_elements,
+                   fixed_bytes=fixed, split_kv=heads is not None, k_elements=k_elements,
+                   v_elements=v_elements,
                    fixed_elements=-(-run.state_elements // tp) if fixed else 0)
 
 
@@ -166,6 +171,8 @@ class KvCapacity(BaseModel):
     request_blocks: int  # blocks one request at max_model_len needs
     page_bytes: int  # bytes of one block id
     fixed_bytes_per_request: int
+    # the longest max_model_len one request fits, when one at max_model_len does not
+    longest_context: int | None = None
     kv_bytes: int | None = None  # what an engine that allocates a fixed amount asks for
 
 
@@ -211,7 +218,29 @@ class StageShape:
     activation_bits: int
     heads: int = 0  # attention heads on one rank (score-matrix workspaces)
     head_dim: int = 0
-    layers: int = 0  # decoder layers of the whole model
+    model_layers: int = 0  # decoder layers of the whole model
+    mla: bool = False  # the stage's attention keeps an MLA latent (some engines reserve more)
+    layers: int = 0  # decoder layers on this stage
+    device_memory_bytes: int = 0  # the device's total memory, as the runtime reports it
+
+
+@dataclass(frozen=True)
+class StartupContext:
+    """What the engine's start-up report reads beyond its pool: the device, and one worker's
+    weights and reserve (the binding worker's)."""
+
+    device: Device
+    weight_bytes: int
+    reserve: ReserveEstimate
+
+
+@dataclass(frozen=True)
+class StartupReport:
+    """The lines an engine prints about its KV cache at start-up, and the error it stops with
+    (None: it starts)."""
+
+    lines: list[str]
+    error: str | None = None
 
 
 class ServingEngine(ABC):
@@ -223,6 +252,7 @@ class ServingEngine(ABC):
     label: ClassVar[str]  # how tables name it
     summary: ClassVar[str]  # one line: what decides its KV pool
     rules: ClassVar[tuple[tuple[str, str], ...]]  # (rule, source) pairs for `inventory engines`
+    calibrated_on: ClassVar[str | None] = None  # the start-ups its estimates were fitted on
 
     # --- settings and model facts ---------------------------------------------------------
 
@@ -268,6 +298,13 @@ class ServingEngine(ABC):
     absorbs_mla: ClassVar[bool] = False  # keeps MLA up-projections split per head beside kv_b
     expert_pad: ClassVar[int | None] = None  # kernels padding quantized expert matrices
 
+    def mla_extra_bytes(self, spec: ModelSpec, kv_b_elements: int, stored_bits: int,
+                        act_bits: int) -> int:
+        """Bytes an MLA layer's backend keeps beside its kv_b_proj (`kv_b_elements`
+        elements stored at `stored_bits`), split over TP like the heads: by default the
+        up-projection split per head in the activation dtype when `absorbs_mla`."""
+        return kv_b_elements * act_bits // 8 if self.absorbs_mla else 0
+
     def expert_padding(self, spec: ModelSpec) -> int | None:
         """The multiple expert matrices are padded to at load time, when the engine does."""
         return None
@@ -311,18 +348,13 @@ class ServingEngine(ABC):
         stages' `ranges` (None: nothing)."""
         return None
 
-    def longest_context(self, layers: Sequence[KvLayer], pool_bytes: int,
-                        settings: EngineSettings, upper: int) -> int | None:
-        """The longest context one request fits in a pool (None: the paged rule)."""
-        return None
-
     def plan_startup_lines(self, capacities: Sequence[KvCapacity],
                            layouts: Sequence[PoolLayout], pools: Sequence[int], binding: int,
                            settings: EngineSettings,
-                           host: PoolLayout | None = None) -> list[str]:
-        """Start-up lines for every stage of a plan, and the layers kept in host RAM (by
-        default the binding worker's lines)."""
-        return self.startup_lines(capacities[binding], pools[binding], settings)
+                           host: PoolLayout | None = None) -> list[str] | None:
+        """Start-up lines over every stage of a plan and the layers kept in host RAM, for an
+        engine that prints one line per device (None: `startup`'s, the binding worker's)."""
+        return None
 
     def binding_stage(self, measures: Sequence[tuple[int, int, float]],
                       layouts: Sequence[PoolLayout], pools: Sequence[int]) -> int:
@@ -362,3 +394,19 @@ class ServingEngine(ABC):
                       settings: EngineSettings) -> list[str]:
         """The lines the engine prints about its KV cache at start-up, in its own words."""
         return []
+
+    def startup(self, capacity: KvCapacity, pool_bytes: int, settings: EngineSettings,
+                context: StartupContext) -> StartupReport:
+        """What placement and `inventory launch` show of a start-up: by default
+        `startup_lines` and `startup_error`; an engine whose lines quote its total memory,
+        weights or reserve overrides this one."""
+        return StartupReport(lines=self.startup_lines(capacity, pool_bytes, settings),
+                             error=self.startup_error(capacity, pool_bytes, settings))
+
+    # --- versions -------------------------------------------------------------------------
+
+    def at_version(self, version: str) -> ServingEngine:
+        """This era answering for one release inside its range (`--engine NAME@VERSION`);
+        by default the era itself. An era whose lines or defaults vary inside its range
+        returns a variant whose `version` is the one asked."""
+        return self

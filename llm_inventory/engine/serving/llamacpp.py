@@ -14,6 +14,8 @@ class LlamaCppB7880(LlamaCpp):
     versions = "b7880 onward"
     version = "7880"
     label = "llama.cpp b7880"
+    summary = ("KV = cells × K and V rows of the cached layers, no profiling; "
+               "n_ctx padded to 256; an MLA latent alone")
 
 
 ENGINE = LlamaCppB7880()

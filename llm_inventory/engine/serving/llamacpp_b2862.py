@@ -15,6 +15,8 @@ class LlamaCppB2862(LlamaCpp):
     versions = "b2862–b5299"
     version = "2862"
     label = "llama.cpp b2862"
+    summary = ("KV = cells × K and V rows; "
+               "one cache for every layer, sliding ones too; padded to 256 or 32")
 
 
 ENGINE = LlamaCppB2862()

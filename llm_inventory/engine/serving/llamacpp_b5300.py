@@ -14,6 +14,8 @@ class LlamaCppB5300(LlamaCpp):
     versions = "b5300–b5912"
     version = "5300"
     label = "llama.cpp b5300"
+    summary = ("KV = cells × K and V rows; one stream, a sliding-window cache; "
+               "padded to 256 or 32")
 
 
 ENGINE = LlamaCppB5300()

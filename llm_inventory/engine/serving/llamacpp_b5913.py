@@ -16,6 +16,8 @@ class LlamaCppB5913(LlamaCpp):
     versions = "b5913–b6999"
     version = "5913"
     label = "llama.cpp b5913"
+    summary = ("KV = cells × K and V rows; a stream per sequence; "
+               "padded to 256 with flash attention, 32 without")
 
 
 ENGINE = LlamaCppB5913()

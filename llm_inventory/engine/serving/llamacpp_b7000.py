@@ -14,6 +14,8 @@ class LlamaCppB7000(LlamaCpp):
     versions = "b7000–b7879"
     version = "7000"
     label = "llama.cpp b7000"
+    summary = ("KV = cells × K and V rows of the cached layers; n_ctx padded to 256; "
+               "MLA keeps a V copy")
 
 
 ENGINE = LlamaCppB7000()

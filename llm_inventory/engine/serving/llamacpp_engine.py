@@ -116,6 +116,8 @@ class LlamaCpp(ServingEngine):
     label = "llama.cpp b7880"
     summary = ("KV = cells × Σ cached layers (K row + V row) in the cache types, no profiling; "
                "layers offloaded with -ngl, split by -ts; compute buffers estimated")
+    calibrated_on = ("the compute buffers of the Qwen3-0.6B/1.7B CPU and Phi-3-mini CUDA "
+                     "start-ups (KV needs none: it is exact)")
     rules = (
         ("KV = Σ layers ggml_row_size(type_k, n_embd_k_gqa) + ggml_row_size(type_v, …) per "
          "cell × cells × streams", "src/llama-kv-cache.cpp llama_kv_cache::llama_kv_cache"),
@@ -274,22 +276,6 @@ class LlamaCpp(ServingEngine):
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
         return kv.cell_pool(layers, self.resolved(settings.flags))
 
-    def longest_context(self, layers: Sequence[KvLayer], pool_bytes: int,
-                        settings: EngineSettings, upper: int) -> int | None:
-        """The longest per-sequence context whose caches fit in `pool_bytes` (cells as
-        llama.cpp pads them)."""
-        lo, hi = 0, upper
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            flags = dict(settings.flags)
-            n_seq = int(flags["parallel"])
-            flags["ctx_size"] = mid if flags["kv_unified"] else mid * n_seq
-            if kv.cell_pool(layers, self.resolved(flags)).total <= pool_bytes:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
-
     # --- where layers and tensors go ------------------------------------------------------
 
     def _devices(self, layers: int, pp: int, settings: EngineSettings) -> list[int | None]:
@@ -366,7 +352,7 @@ class LlamaCpp(ServingEngine):
         """The compute buffer of a GPU stage and its CUDA context (estimates)."""
         ngl = int(settings.flags["n_gpu_layers"])
         compute = self._compute(shape, settings, on_output=shape.last_stage and (
-            ngl < 0 or ngl > shape.layers))
+            ngl < 0 or ngl > shape.model_layers))
         return ReserveEstimate(non_torch_bytes=CUDA_CONTEXT, forward_peak_bytes=compute,
                                sampler_peak_bytes=0, activation_bytes=compute,
                                reserve_bytes=CUDA_CONTEXT + compute)
@@ -380,6 +366,13 @@ class LlamaCpp(ServingEngine):
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_llamacpp(argv, self.name)
+
+    def at_version(self, version: str) -> ServingEngine:
+        """This era answering as build `version` does (its defaults and lines)."""
+        text = version.strip().lower().lstrip("vb")
+        if not text.isdigit() or int(text) == self.build:
+            return self
+        return at_build(int(text), self.fork)
 
     # --- what it prints -------------------------------------------------------------------
 

@@ -163,6 +163,8 @@ class CellPool(PoolLayout):
     context: int  # cells one sequence may use (n_ctx_seq)
     sequences: int
     per_token: int  # what one more token of one sequence costs on the device
+    layers: tuple[KvLayer, ...] = ()
+    resolved: Resolved | None = None
 
     @property
     def total(self) -> int:
@@ -178,10 +180,30 @@ class CellPool(PoolLayout):
 
     def capacity(self, pool_bytes: int) -> KvCapacity:
         cells, tokens, concurrency = self.measure(pool_bytes)
+        longest = None
+        if self.modules and concurrency < 1 and self.resolved is not None:
+            longest = self.longest(pool_bytes)
         return KvCapacity(blocks=cells, tokens=tokens, max_concurrency=concurrency,
                           bytes_per_token=self.per_token, groups=len(self.modules),
                           request_blocks=self.context, page_bytes=self.page,
-                          fixed_bytes_per_request=self.fixed, kv_bytes=self.total)
+                          fixed_bytes_per_request=self.fixed, kv_bytes=self.total,
+                          longest_context=longest)
+
+    def longest(self, pool_bytes: int) -> int:
+        """The longest per-sequence context whose caches fit in `pool_bytes` (cells as
+        llama.cpp pads them; 0: none)."""
+        assert self.resolved is not None
+        r = self.resolved
+        lo, hi = 0, self.context
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            n_ctx = mid if r.unified else mid * max(1, r.n_seq)
+            trial = Resolved(**{**r.__dict__, "n_ctx": n_ctx})
+            if sum(c.bytes for c in caches(self.layers, trial)) <= pool_bytes:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
     @property
     def keeps_state(self) -> bool:
@@ -202,7 +224,8 @@ def cell_pool(layers: Sequence[KvLayer], r: Resolved) -> CellPool:
                if cache.role in ATTENTION)
     context = cells if streams > 1 or not r.unified else n_ctx
     return CellPool(page=page, fixed=fixed, modules=modules, cells=cells, context=context,
-                    sequences=max(1, r.n_seq), per_token=per_token)
+                    sequences=max(1, r.n_seq), per_token=per_token, layers=tuple(layers),
+                    resolved=r)
 
 
 def v_quantized_without_fa(r: Resolved) -> bool:

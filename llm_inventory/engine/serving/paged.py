@@ -43,6 +43,10 @@ class BlockPool(PoolLayout):
     per_token: int
     fixed: int  # bytes of fixed per-request state
     block_size: int
+    # what `capacity` needs to find the longest context that fits, when one does not
+    layers: tuple[KvLayer, ...] = ()
+    max_model_len: int = 0
+    batched: int = 0
 
     def measure(self, pool_bytes: int) -> tuple[int, int, float]:
         """(blocks, tokens, maximum concurrency) of a pool of `pool_bytes`."""
@@ -58,10 +62,15 @@ class BlockPool(PoolLayout):
 
     def capacity(self, pool_bytes: int) -> KvCapacity:
         blocks, tokens, concurrency = self.measure(pool_bytes)
+        longest = None
+        if concurrency < 1 and self.layers and self.keeps_state:
+            longest = longest_context(self.layers, pool_bytes, block_size=self.block_size,
+                                      max_num_batched_tokens=self.batched,
+                                      upper=self.max_model_len)
         return KvCapacity(blocks=blocks, tokens=tokens, max_concurrency=concurrency,
                           bytes_per_token=self.per_token, groups=self.groups,
                           request_blocks=self.need, page_bytes=self.page,
-                          fixed_bytes_per_request=self.fixed)
+                          fixed_bytes_per_request=self.fixed, longest_context=longest)
 
 
 def pool_layout(
@@ -92,7 +101,8 @@ def pool_layout(
             need += n * _request_blocks(kind, window, block_size, max_model_len,
                                         max_num_batched_tokens)
     return BlockPool(page=page, groups=groups, need=need, per_token=per_token, fixed=fixed,
-                      block_size=block_size)
+                      block_size=block_size, layers=tuple(layers),
+                      max_model_len=max_model_len, batched=max_num_batched_tokens)
 
 
 def kv_capacity(
@@ -112,9 +122,9 @@ def longest_context(
     lo, hi = 0, upper
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        cap = kv_capacity(layers, pool_bytes, block_size=block_size, max_model_len=mid,
-                          max_num_batched_tokens=max_num_batched_tokens)
-        if cap.max_concurrency >= 1:
+        layout = pool_layout(layers, block_size=block_size, max_model_len=mid,
+                             max_num_batched_tokens=max_num_batched_tokens)
+        if layout.measure(pool_bytes)[2] >= 1:
             lo = mid
         else:
             hi = mid - 1

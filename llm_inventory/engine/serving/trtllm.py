@@ -50,6 +50,8 @@ from llm_inventory.engine.serving.base import (
     ReserveEstimate,
     ServingEngine,
     StageShape,
+    StartupContext,
+    StartupReport,
 )
 from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_reserve
 from llm_inventory.errors import InputError
@@ -67,8 +69,7 @@ BUFFER_FACTOR = 4.72  # runtime + decoder: × max_batch_size × beam × vocab ×
 BACKENDS = ("pytorch", "tensorrt")
 FLAGS = ("backend", "max_batch_size", "max_num_tokens", "max_beam_width", "tokens_per_block",
          "free_gpu_memory_fraction", "max_tokens", "max_gpu_total_bytes", "max_input_len",
-         "fail_fast_on_attention_window_too_large", "gpu_total_memory",
-         "extra_llm_api_options")
+         "fail_fast_on_attention_window_too_large", "extra_llm_api_options")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ class TokenPool(PoolLayout):
     beam: int
     ceil_blocks: bool  # the engine path rounds the block count up, the PyTorch path down
     max_tokens: int | None
+    max_input_len: int = 1024  # the engine path's prompt bound (its shrink rule reads it)
 
     def blocks(self, pool_bytes: int) -> int:
         if not self.per_token:
@@ -105,7 +107,17 @@ class TokenPool(PoolLayout):
                           bytes_per_token=self.per_token, groups=1,
                           request_blocks=-(-self.max_seq_len // self.tokens_per_block),
                           page_bytes=self.page, fixed_bytes_per_request=self.fixed,
-                          kv_bytes=blocks * self.page)
+                          kv_bytes=blocks * self.page,
+                          longest_context=self.shrunk(blocks) if concurrency < 1 else None)
+
+    def shrunk(self, blocks: int) -> int:
+        """What max_seq_len shrinks to when one sequence does not fit `blocks` (the engine
+        starts with it rather than failing), by the backend's rule."""
+        if self.ceil_blocks:
+            prompt = min(self.max_input_len, self.max_seq_len - 1)
+            return engine_window(prompt, self.max_seq_len - prompt, blocks, self.beam,
+                                 self.tokens_per_block)
+        return self.window_bound(blocks)
 
     def allocated(self, pool_bytes: int) -> int:
         """What the pools take: whole blocks (`KVCacheManager::allocatePools`)."""
@@ -137,9 +149,8 @@ class TensorRtLlm(ServingEngine):
     versions = "0.9 onward (TensorRT-engine path and PyTorch backend)"
     version = "1.2"
     label = "TensorRT-LLM 1.2"
-    summary = ("KV pool = free_gpu_memory_fraction × the memory free after the weights and "
-               "runtime (engine path) or after a profiling run (PyTorch), in blocks of "
-               "tokens_per_block; max_seq_len shrinks when one sequence does not fit")
+    summary = ("KV pool = free_gpu_memory_fraction × memory free after the engine and buffers "
+               "or a profiling run, in blocks of tokens_per_block; max_seq_len shrinks to fit")
     rules = (
         ("engine path: pool = fraction (0.9) × free memory after engine, execution context, "
          "runtime buffers and decoder; blocks = ⌈⌊pool ÷ bytes per token⌋ ÷ tokens_per_block⌉",
@@ -161,6 +172,8 @@ class TensorRtLlm(ServingEngine):
          "decoder buffers; PyTorch path vLLM 0.19's profiling model",
          "llm_inventory/engine/serving/trtllm.py; vllm_reserve.py"),
     )
+    calibrated_on = ("the RTX 5090 Llama-3.1-8B FP8 start-up and the documented 80 GB start-up "
+                     "(TensorRT-engine path); vLLM 0.19 start-ups (PyTorch backend)")
     programs: ClassVar[tuple[tuple[str, ...], ...]] = (
         ("trtllm-serve", "serve"), ("trtllm-serve",))
 
@@ -186,8 +199,7 @@ class TensorRtLlm(ServingEngine):
                              + ", ".join(unknown) + "; known: " + ", ".join(FLAGS))
         flags: dict[str, FlagValue] = {
             "backend": "pytorch", "max_beam_width": 1, "max_input_len": 1024,
-            "fail_fast_on_attention_window_too_large": False,
-            "gpu_total_memory": device.memory_bytes, **asked.flags}
+            "fail_fast_on_attention_window_too_large": False, **asked.flags}
         backend = str(flags["backend"]).lower()
         backend = {"trt": "tensorrt"}.get(backend, backend)
         if backend not in BACKENDS:
@@ -261,23 +273,8 @@ class TensorRtLlm(ServingEngine):
                          max_seq_len=settings.max_model_len,
                          beam=int(settings.flags["max_beam_width"]),
                          ceil_blocks=settings.flags["backend"] == "tensorrt",
-                         max_tokens=int(max_tokens) if max_tokens is not None else None)
-
-    def longest_context(self, layers: Sequence[KvLayer], pool_bytes: int,
-                        settings: EngineSettings, upper: int) -> int | None:
-        """What max_seq_len shrinks to (the engine starts with it rather than failing)."""
-        layout = self.pool_layout(layers, settings)
-        if not isinstance(layout, TokenPool):
-            return None
-        return min(upper, self.shrunk_window(layout, layout.blocks(pool_bytes), settings))
-
-    def shrunk_window(self, layout: TokenPool, blocks: int, settings: EngineSettings) -> int:
-        """The attention window the blocks hold for one sequence, by the backend's rule."""
-        if settings.flags["backend"] == "tensorrt":
-            prompt = min(int(settings.flags["max_input_len"]), settings.max_model_len - 1)
-            return engine_window(prompt, settings.max_model_len - prompt, blocks, layout.beam,
-                                 layout.tokens_per_block)
-        return layout.window_bound(blocks)
+                         max_tokens=int(max_tokens) if max_tokens is not None else None,
+                         max_input_len=int(settings.flags["max_input_len"]))
 
     # --- its command line -----------------------------------------------------------------
 
@@ -292,11 +289,11 @@ class TensorRtLlm(ServingEngine):
                            tokens_per_block=settings.block_size,
                            max_seq_len=settings.max_model_len,
                            beam=int(settings.flags["max_beam_width"]),
-                           ceil_blocks=settings.flags["backend"] == "tensorrt", max_tokens=None)
-        need = capacity.request_blocks * layout.beam
-        if capacity.blocks >= need:
+                           ceil_blocks=settings.flags["backend"] == "tensorrt", max_tokens=None,
+                           max_input_len=int(settings.flags["max_input_len"]))
+        if capacity.blocks >= capacity.request_blocks * layout.beam:
             return None
-        return self.shrunk_window(layout, capacity.blocks, settings)
+        return layout.shrunk(capacity.blocks)
 
     def context_fallback(self, capacity: KvCapacity, settings: EngineSettings) -> str | None:
         new = self._shrink(capacity, settings)
@@ -320,10 +317,22 @@ class TensorRtLlm(ServingEngine):
                     f"window sizes. Old: [{old}], New: [{new}]")
         return None
 
+    def startup(self, capacity: KvCapacity, pool_bytes: int, settings: EngineSettings,
+                context: StartupContext) -> StartupReport:
+        """The lines, with the device's total as the engine path prints it."""
+        return StartupReport(
+            lines=self.lines(capacity, pool_bytes, settings, context.device.memory_bytes),
+            error=self.startup_error(capacity, pool_bytes, settings))
+
     def startup_lines(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> list[str]:
+        return self.lines(capacity, pool_bytes, settings, None)
+
+    def lines(self, capacity: KvCapacity, pool_bytes: int, settings: EngineSettings,
+              total_bytes: int | None) -> list[str]:
         """TensorRT-LLM's lines (`KVCacheManager::allocatePools`, kvCacheManager.cpp; the
-        PyTorch backend's `KvCacheCreator` and `create_py_executor_instance`)."""
+        PyTorch backend's `KvCacheCreator` and `create_py_executor_instance`); the engine
+        path's memory line needs the device's total."""
         flags = settings.flags
         allocated = capacity.blocks * capacity.page_bytes / GIB
         info, trt = "[TensorRT-LLM][INFO]", "[TRT-LLM]"
@@ -331,11 +340,12 @@ class TensorRtLlm(ServingEngine):
         new = self._shrink(capacity, settings)
         max_seq_len = settings.max_model_len if new is None else new
         if flags["backend"] == "tensorrt":
-            total = int(flags["gpu_total_memory"]) / GIB
             available = pool_bytes / settings.memory_fraction / GIB
-            lines += [f"{info} Memory usage when calculating max tokens in paged kv cache: "
-                      f"total: {total:.2f} GiB, available: {available:.2f} GiB",
-                      f"{info} Number of blocks in KV cache primary pool: {capacity.blocks}"]
+            if total_bytes is not None:
+                lines.append(f"{info} Memory usage when calculating max tokens in paged kv "
+                             f"cache: total: {total_bytes / GIB:.2f} GiB, available: "
+                             f"{available:.2f} GiB")
+            lines.append(f"{info} Number of blocks in KV cache primary pool: {capacity.blocks}")
             if new is not None:
                 lines += [f"[TensorRT-LLM][WARNING] maxAttentionWindowVec too large to fit at "
                           f"least one sequence in kvCache. Old: [{settings.max_model_len}], "

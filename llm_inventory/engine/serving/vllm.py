@@ -25,11 +25,13 @@ Rules, each from vLLM's source:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     KvCapacity,
     KvLayer,
+    LaunchCommand,
     LaunchSettings,
     PoolLayout,
     ReserveEstimate,
@@ -37,6 +39,7 @@ from llm_inventory.engine.serving.base import (
     StageShape,
 )
 from llm_inventory.engine.serving.paged import pool_layout
+from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_reserve
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -52,7 +55,7 @@ class VllmV1(ServingEngine):
     label = "vLLM 0.19"
     summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
                "profiled activation peak, in blocks of 16 tokens; the smallest worker binds")
-    rules = (
+    rules: ClassVar[tuple[tuple[str, str], ...]] = (
         ("budget: total × gpu_memory_utilization − weights − non-torch − activation peak",
          "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory"),
         ("defaults: 8192 batched tokens and 1024 sequences on ≥ 70 GiB GPUs (not A100), else "
@@ -71,7 +74,11 @@ class VllmV1(ServingEngine):
          "vllm/model_executor/layers/rotary_embedding get_rope"),
         ("reserve: non-torch memory, forward and sampler peaks (estimate, calibrated on 0.19 "
          "start-ups)", "llm_inventory/engine/serving/vllm_reserve.py"),
+        ("stops when one request at max_model_len needs more KV than the pool, with the "
+         "estimated maximum model length",
+         "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory"),
     )
+    programs = PROGRAMS
     vocab_padding = 64
     absorbs_mla = True
 
@@ -92,11 +99,50 @@ class VllmV1(ServingEngine):
             block_size=asked.block_size or 16,
             memory_fraction=0.92 if asked.memory_fraction is None else asked.memory_fraction,
             kv_dtype=asked.kv_dtype,
+            dtype=asked.dtype,
         )
 
+    def parse_launch(self, argv: list[str]) -> LaunchCommand:
+        return parse_vllm(argv)
+
     def expert_padding(self, spec: ModelSpec) -> int | None:
-        q = spec.quantization
-        return q.runtime_pad if q is not None else None
+        """MXFP4 MoE kernels (Hopper) pad each rank's expert intermediate and every matmul's
+        reduction dimension to a multiple of 256 when they load the weights."""
+        q, stack = spec.quantization, spec.decoder
+        if q is not None and q.method == "mxfp4" and stack is not None and stack.moe:
+            return 256
+        return None
+
+    def context_limit(self, spec: ModelSpec) -> int | None:
+        """The derived max_model_len (`_get_and_verify_max_len`, vllm/config/model.py): the
+        model's positions, × the rope scaling factor unless the type is su, longrope or
+        llama3 (YaRN scales original_max_position_embeddings), and never for Gemma 3,
+        whose positions already count the scaling."""
+        positions = spec.max_context
+        stack = spec.decoder
+        rope = stack.rope_scaling if stack is not None else None
+        if positions is None or rope is None or rope.factor is None or stack is None \
+                or stack.local_rope or rope.type in ("su", "longrope", "llama3"):
+            return positions
+        if rope.type in ("yarn", "deepseek_yarn") and rope.original_max_positions:
+            positions = rope.original_max_positions
+        return int(positions * rope.factor)
+
+    def rope_positions(self, spec: ModelSpec) -> list[int]:
+        """Positions of each cos/sin cache `get_rope` precomputes: linear and dynamic-NTK
+        scaling extend it to max_position_embeddings × factor, YaRN to the original
+        positions × factor; Llama 3, LongRoPE, mRoPE and plain RoPE keep the model's
+        positions; Gemma 3's sliding layers keep a second, unscaled cache."""
+        stack, positions = spec.decoder, spec.max_context
+        if stack is None or positions is None:
+            return []
+        rope, scaled = stack.rope_scaling, positions
+        if rope is not None and rope.factor is not None:
+            if rope.type in ("linear", "dynamic"):
+                scaled = int(positions * rope.factor)
+            elif rope.type in ("yarn", "deepseek_yarn") and rope.original_max_positions:
+                scaled = int(rope.original_max_positions * rope.factor)
+        return [positions, scaled] if stack.local_rope else [scaled]
 
     def runtime_buffer_bytes(self, spec: ModelSpec, dtype: str) -> int:
         """cos/sin caches: Σ cached positions × rotary dims × the activation dtype."""
@@ -105,10 +151,8 @@ class VllmV1(ServingEngine):
         stack = spec.decoder
         if stack is None or not stack.rope or not stack.shaped:
             return 0
-        rotary = max((kind.rotary_dim(stack) for kind in kinds.present(stack)), default=0)
-        positions = stack.rope_cache_positions or (
-            [spec.max_context] if spec.max_context else [])
-        return sum(p * rotary * dtype_bits(dtype) // 8 for p in positions)
+        rotary = max((kind.rotary_dim(s) for kind, s in kinds.variants(stack)), default=0)
+        return sum(p * rotary * dtype_bits(dtype) // 8 for p in self.rope_positions(spec))
 
     def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
         return estimate_reserve(
@@ -129,6 +173,29 @@ class VllmV1(ServingEngine):
         return pool_layout(layers, block_size=settings.block_size,
                            max_model_len=settings.max_model_len,
                            max_num_batched_tokens=settings.max_num_batched_tokens)
+
+    def startup_error(self, capacity: KvCapacity, pool_bytes: int,
+                      settings: EngineSettings) -> str | None:
+        """`_check_enough_kv_cache_memory` (vllm/v1/core/kv_cache_utils.py), in its words:
+        the KV one request at max_model_len needs against the pool."""
+        see = ("See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more "
+               "details.")
+        if pool_bytes <= 0:
+            return ("No available memory for the cache blocks. Try increasing "
+                    f"`gpu_memory_utilization` when initializing the engine. {see}")
+        if not capacity.page_bytes or capacity.max_concurrency >= 1:
+            return None
+        needed = capacity.request_blocks * capacity.page_bytes \
+            + capacity.fixed_bytes_per_request
+        estimated = ""
+        if capacity.longest_context:
+            estimated = ("Based on the available memory, the estimated maximum model length "
+                         f"is {capacity.longest_context}. ")
+        return (f"To serve at least one request with the model's max seq len "
+                f"({settings.max_model_len}), ({needed / GIB:.2f} GiB KV cache is needed, "
+                f"which is larger than the available KV cache memory ({pool_bytes / GIB:.2f} "
+                f"GiB). {estimated}Try increasing `gpu_memory_utilization` or decreasing "
+                f"`max_model_len` when initializing the engine. {see}")
 
     def startup_lines(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> list[str]:

@@ -1,40 +1,47 @@
 """Hugging Face `config.json` → ModelSpec.
 
 Each supported `model_type` has a builder that reads the config the way transformers' own
-configuration and modelling code do (including their defaults for absent keys) and
-describes the model's tensors and state. Builders live in family modules and register
-themselves in `BUILDERS`; `from_hf_config` dispatches on `model_type`.
+configuration and modelling code do and describes the model's tensors and state. The
+registry (`registry.py`) says which family module holds each builder; `from_hf_config`
+dispatches on `model_type`, else on `architectures[0]`, else on `text_config.model_type`.
+The configuration classes' defaults for absent keys are package data (`defaults.py`).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 from llm_inventory.errors import InputError
+from llm_inventory.spec.hf import registry
+from llm_inventory.spec.hf.registry import Builder
 from llm_inventory.spec.model import ModelSpec
 
-Builder = Callable[["HFConfig"], ModelSpec]
-
-# Family modules, imported on first use; each defines BUILDERS: dict[str, Builder].
-_FAMILY_MODULES = ("decoders", "hybrid", "multimodal", "encoders")
+__all__ = ["Builder", "HFConfig", "builders", "from_hf_config", "supported_model_types"]
 
 
 class HFConfig:
     """Typed, validated access to one `config.json` mapping (or a nested sub-config)."""
 
-    def __init__(self, data: dict[str, Any], label: str, name: str | None = None) -> None:
+    def __init__(self, data: dict[str, Any], label: str, name: str | None = None,
+                 defaults: Mapping[str, Any] | None = None) -> None:
         self.data = data
         self.label = label
         self.name = name or str(data.get("_name_or_path") or "")
+        # The configuration class's defaults for absent keys (package data, see defaults.py).
+        self.defaults: Mapping[str, Any] = defaults or {}
 
     def has(self, key: str) -> bool:
         return self.data.get(key) is not None
 
     def raw(self, key: str, default: Any = None) -> Any:
         value = self.data.get(key)
+        return self._default(key, default) if value is None else value
+
+    def _default(self, key: str, default: Any) -> Any:
+        """An absent key's value: the class default, else the caller's fallback."""
+        value = self.defaults.get(key)
         return default if value is None else value
 
     def _fail(self, key: str, message: str) -> InputError:
@@ -44,9 +51,10 @@ class HFConfig:
         """An integer field (≥ minimum); the transformers default when absent."""
         value = self.data.get(key)
         if value is None:
+            default = self._default(key, default)
             if default is None:
                 raise self._fail(key, "is required for this model type and missing")
-            return default
+            return int(default)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self._fail(key, f"must be an integer, got {value!r}")
         if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
@@ -58,20 +66,26 @@ class HFConfig:
     def opt_integer(self, key: str, *, minimum: int = 1) -> int | None:
         return self.integer(key, minimum=minimum) if self.has(key) else None
 
-    def number(self, key: str, default: float) -> float:
+    def number(self, key: str, default: float | None = None) -> float:
         value = self.data.get(key)
         if value is None:
-            return default
+            default = self._default(key, default)
+            if default is None:
+                raise self._fail(key, "is required for this model type and missing")
+            return float(default)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self._fail(key, f"must be a number, got {value!r}")
         if not math.isfinite(value):
             raise self._fail(key, f"must be finite, got {value!r}")
         return float(value)
 
-    def flag(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool | None = None) -> bool:
         value = self.data.get(key)
         if value is None:
-            return default
+            default = self._default(key, default)
+            if default is None:
+                raise self._fail(key, "is required for this model type and missing")
+            return bool(default)
         if not isinstance(value, bool):
             raise self._fail(key, f"must be true or false, got {value!r}")
         return value
@@ -114,39 +128,34 @@ class HFConfig:
         return normalize_dtype(value, f"{self.label}: torch_dtype")
 
 
-_registry: dict[str, Builder] | None = None
-
-
 def builders() -> dict[str, Builder]:
-    """Every registered builder, by `model_type` (family modules load on first call)."""
-    global _registry
-    if _registry is None:
-        found: dict[str, Builder] = {}
-        for module in _FAMILY_MODULES:
-            try:
-                family = importlib.import_module(f"{__name__}.{module}")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"{__name__}.{module}":
-                    raise
-                continue
-            found.update(family.BUILDERS)
-        _registry = found
-    return _registry
+    """Every registered builder, by `model_type`, importing every family module.
+
+    A family module that is missing or broken raises: it is never skipped.
+    """
+    return {model_type: registry.builder(model_type) for model_type in registry.MODELS}
 
 
 def supported_model_types() -> list[str]:
-    return sorted(builders())
+    """Every model type the importer reads (the registry's table; nothing is imported)."""
+    return registry.supported_model_types()
 
 
 def from_hf_config(data: dict[str, Any], label: str, name: str | None = None) -> ModelSpec:
-    """Build a ModelSpec from a parsed `config.json` mapping."""
-    config = HFConfig(data, label, name)
+    """Build a ModelSpec from a parsed `config.json` mapping.
+
+    Dispatch: the registered `model_type`; else, as vLLM does, the model type whose
+    architecture class `architectures[0]` names; else, for a wrapper config, the
+    `text_config`'s model type (its language model alone). Either fallback adds a note.
+    """
+    from llm_inventory.spec.hf import dispatch
+
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise InputError(f"{label}: model_type", "missing; this does not look like a "
                          "Hugging Face config.json")
-    builder = builders().get(model_type)
-    if builder is None:
+    route = dispatch.route(data, label)
+    if route is None:
         raise InputError(
             f"{label}: model_type",
             f"unsupported model_type {model_type!r}; supported: "
@@ -157,6 +166,9 @@ def from_hf_config(data: dict[str, Any], label: str, name: str | None = None) ->
     from llm_inventory.spec.errors import from_validation
 
     try:
-        return builder(config)
+        spec = dispatch.build(route, name)
     except ValidationError as exc:
         raise from_validation(exc, label) from exc
+    if route.note:
+        spec = spec.model_copy(update={"notes": [*spec.notes, route.note]})
+    return spec

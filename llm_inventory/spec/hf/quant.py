@@ -107,10 +107,7 @@ def from_quantization_config(q: Any, label: str, model_dtype: str) -> Quantizati
             ignore=ignore or ["lm_head"],
         )
     if method == "mxfp4":
-        # vLLM's MXFP4 MoE kernels on Hopper pad the per-rank expert intermediate and the
-        # reduction dimension to a multiple of 256 when they load the weights.
-        return Quantization(method="mxfp4", bits=4, group_size=32, scale_bits=8, ignore=ignore,
-                            runtime_pad=256)
+        return Quantization(method="mxfp4", bits=4, group_size=32, scale_bits=8, ignore=ignore)
     if method == "modelopt":
         algo = str(q.get("quant_algo", "")).upper()
         if algo == "NVFP4":

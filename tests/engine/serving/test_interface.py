@@ -106,4 +106,4 @@ def test_engine_names_and_versions() -> None:
     with pytest.raises(InputError, match="not a dotted number"):
         serving.get("vllm@latest")
     with pytest.raises(InputError, match="predates"):
-        serving.get("vllm@0.2")
+        serving.get("vllm@0.1")

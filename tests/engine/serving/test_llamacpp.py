@@ -397,13 +397,26 @@ def test_settings_refuse_what_llama_cpp_does_not_take() -> None:
 
 
 def test_eras_are_picked_by_build() -> None:
+    """`llamacpp@BUILD` is that build: its era's rules, its own defaults and lines."""
     assert get("llamacpp").label == "llama.cpp b7880"
     assert get("llamacpp@b7000").label == "llama.cpp b7000"
-    assert get("llamacpp@6500").label == "llama.cpp b5913"
-    assert get("llamacpp@5400").label == "llama.cpp b5300"
-    assert get("llamacpp@3000").label == "llama.cpp b2862"
+    b6500 = get("llamacpp@6500")
+    assert isinstance(b6500, LlamaCpp) and (b6500.label, b6500.build) == ("llama.cpp b6500", 6500)
+    assert get("llamacpp@5400").label == "llama.cpp b5400"
+    assert get("ik_llama@3760").label == "ik_llama.cpp b3760"
     with pytest.raises(InputError, match="predates"):
         get("llamacpp@2000")
+    spec = _hf("engine-logs/configs/Qwen--Qwen3-1.7B.json")
+    prefixes = {}
+    for build in (5600, 6000, 6500):
+        engine = get(f"llamacpp@{build}")
+        assert isinstance(engine, LlamaCpp)
+        settings = _settings(engine, {"ctx_size": 1024, "parallel": 1})
+        line = kv_lines(engine, _pools(spec, engine, settings, ["CPU"]), settings)[-1]
+        prefixes[build] = line.split(": size")[0], "1/1 seqs" in line
+    assert prefixes == {5600: ("llama_kv_cache_unified", False),
+                        6000: ("llama_kv_cache_unified", True),
+                        6500: ("llama_kv_cache", True)}
 
 
 def test_a_gguf_model_is_placed_by_its_own_tensors(tmp_path: Any) -> None:

@@ -1,0 +1,45 @@
+"""Values for shell completion: preset names and aliases, device ids and aliases, dtypes.
+
+Each completer takes what has been typed and returns (value, help) pairs; Click turns them
+into bash, zsh and fish completions. A MODEL that is being typed as a path gets nothing
+back, so that the shell completes file names instead.
+"""
+
+from __future__ import annotations
+
+
+def _matches(candidates: list[tuple[str, str]], incomplete: str) -> list[tuple[str, str]]:
+    wanted = incomplete.lower()
+    seen: set[str] = set()
+    found = []
+    for value, help_text in candidates:
+        if value.lower().startswith(wanted) and value not in seen:
+            seen.add(value)
+            found.append((value, help_text))
+    return found
+
+
+def models(incomplete: str) -> list[tuple[str, str]]:
+    """Preset names, then their aliases (Hub ids such as meta-llama/Llama-3.1-8B)."""
+    from llm_inventory.spec.presets import presets
+
+    names = [(p.name, p.description) for p in presets()]
+    aliases = [(a, f"alias of {p.name}") for p in presets() for a in p.aliases]
+    return _matches(names + aliases, incomplete)
+
+
+def devices(incomplete: str) -> list[tuple[str, str]]:
+    """Device ids, then their aliases."""
+    from llm_inventory.spec.devices import list_devices
+
+    catalog = list_devices()
+    ids = [(d.id, d.name) for d in catalog]
+    aliases = [(a, f"alias of {d.id}") for d in catalog for a in d.aliases]
+    return _matches(ids + aliases, incomplete)
+
+
+def dtypes(incomplete: str) -> list[tuple[str, str]]:
+    """Every dtype the tool knows, with its width."""
+    from llm_inventory.units import DTYPE_BITS
+
+    return _matches([(name, f"{bits} bits") for name, bits in DTYPE_BITS.items()], incomplete)

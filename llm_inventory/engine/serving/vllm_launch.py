@@ -1,0 +1,174 @@
+"""vLLM's own command line, read back: `vllm serve MODEL --flag value …`.
+
+Rules, from vLLM's source:
+- The program: `vllm serve MODEL` (vllm/entrypoints/cli/serve.py) or the OpenAI server module
+  `python -m vllm.entrypoints.openai.api_server --model MODEL`; the model is the positional
+  argument or `--model`.
+- Flags are spelt with dashes or underscores (`FlexibleArgumentParser`,
+  vllm/utils/argparse_utils.py, turns `--max_model_len` into `--max-model-len`), as
+  `--flag value` or `--flag=value`; the parallel sizes have short forms `-tp`, `-pp`, `-dp`.
+- `--max-model-len` reads `32k` (32,000) and `32K` (32,768), as `human_readable_int`
+  (vllm/engine/arg_utils.py) does; `--kv-cache-dtype` fp8, fp8_e4m3 and fp8_e5m2 are one
+  byte; `--dtype auto` (and `--kv-cache-dtype auto`) keep the model's.
+- `--enable-expert-parallel` spreads the experts over the TP × DP ranks
+  (vllm/model_executor/layers/fused_moe/config.py `FusedMoEParallelConfig.make`).
+Flags that do not change the memory figures (`--host`, `--port`, `--served-model-name` …) are
+listed as ignored, never refused.
+"""
+
+from __future__ import annotations
+
+from llm_inventory.engine.serving.base import FlagValue, LaunchCommand
+from llm_inventory.errors import InputError
+from llm_inventory.units import normalize_dtype, parse_fraction, parse_tokens
+
+PROGRAMS: tuple[tuple[str, ...], ...] = (
+    ("vllm", "serve"),
+    ("python", "-m", "vllm.entrypoints.openai.api_server"),
+)
+
+_SHORT = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size",
+          "-dp": "--data-parallel-size", "-q": "--quantization"}
+# Flags that take no value (vLLM's store_true / BooleanOptionalAction options), so the
+# token after them is not swallowed as their value.
+_SWITCHES = {"--enable-expert-parallel", "--enforce-eager", "--trust-remote-code",
+             "--enable-prefix-caching", "--no-enable-prefix-caching",
+             "--enable-chunked-prefill", "--no-enable-chunked-prefill",
+             "--disable-log-requests", "--disable-log-stats", "--enable-auto-tool-choice",
+             "--disable-custom-all-reduce", "--async-scheduling", "--headless",
+             "--enable-reasoning", "--enable-lora", "--disable-frontend-multiprocessing",
+             "--no-enable-log-requests", "--enable-log-requests", "--enable-sleep-mode"}
+# Switches the accounting reads, by the engine-flag name they set.
+_READ_SWITCHES = {"--enforce-eager": "enforce_eager"}
+_DTYPES = {"auto": None, "half": "fp16", "float16": "fp16", "bfloat16": "bf16",
+           "float": "fp32", "float32": "fp32"}
+
+
+def _int(flag: str, text: str, low: int = 1) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise InputError(flag, f"expected a whole number, got {text!r}") from exc
+    if value < low:
+        raise InputError(flag, f"must be at least {low}, got {value}")
+    return value
+
+
+def _kv_dtype(text: str) -> str | None:
+    key = text.strip().lower()
+    if key == "auto":
+        return None
+    if key in ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"):
+        return "fp8"
+    try:
+        return normalize_dtype(key, "--kv-cache-dtype")
+    except InputError as exc:
+        raise InputError("--kv-cache-dtype", f"unknown KV cache dtype {text!r}; vLLM takes "
+                         "auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16") from exc
+
+
+def split_args(argv: list[str]) -> list[tuple[str, str | None]]:
+    """Pair each flag with its value: ('--flag', 'value'), ('--switch', None) and positional
+    words as ('', word). A value-taking flag at the end is InputError."""
+    pairs: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if not token.startswith("-") or token == "-":
+            pairs.append(("", token))
+            i += 1
+            continue
+        name, eq, inline = token.partition("=")
+        name = _SHORT.get(name, name)
+        if name.startswith("--"):
+            name = "--" + name[2:].replace("_", "-")
+        if eq:
+            pairs.append((name, inline))
+            i += 1
+        elif name in _SWITCHES:
+            pairs.append((name, None))
+            i += 1
+        elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            pairs.append((name, argv[i + 1]))
+            i += 2
+        else:
+            pairs.append((name, None))
+            i += 1
+    return pairs
+
+
+def parse_vllm(argv: list[str]) -> LaunchCommand:
+    """A vLLM command line (after the program prefix) as a LaunchCommand; InputError for a
+    malformed one (no model, a flag missing its value, a value vLLM refuses)."""
+    fields: dict[str, object] = {}
+    flags: dict[str, FlagValue] = {}
+    understood: list[str] = []
+    ignored: list[str] = []
+    model: str | None = None
+    expert_parallel = False
+    for name, value in split_args(argv):
+        if not name:
+            if model is None:
+                model = value
+                continue
+            raise InputError("launch", f"unexpected argument {value!r} (vLLM takes one model)")
+
+        def need(flag: str = name, given: str | None = value) -> str:
+            if given is None:
+                raise InputError(flag, "is missing its value")
+            return given
+
+        if name == "--model":
+            model = need()
+        elif name == "--tensor-parallel-size":
+            fields["tp"] = _int(name, need())
+        elif name == "--pipeline-parallel-size":
+            fields["pp"] = _int(name, need())
+        elif name == "--data-parallel-size":
+            fields["dp"] = _int(name, need())
+        elif name == "--enable-expert-parallel":
+            expert_parallel = True
+        elif name == "--max-model-len":
+            fields["context"] = parse_tokens(need(), name)
+        elif name == "--gpu-memory-utilization":
+            fields["memory_fraction"] = parse_fraction(need(), name)
+        elif name == "--max-num-batched-tokens":
+            fields["max_num_batched_tokens"] = parse_tokens(need(), name)
+        elif name == "--max-num-seqs":
+            fields["max_num_seqs"] = _int(name, need())
+        elif name == "--block-size":
+            fields["block_size"] = _int(name, need())
+        elif name == "--kv-cache-dtype":
+            fields["kv_dtype"] = _kv_dtype(need())
+        elif name == "--dtype":
+            text = need().strip().lower()
+            if text not in _DTYPES:
+                raise InputError(name, f"unknown dtype {text!r}; vLLM takes "
+                                 + ", ".join(_DTYPES))
+            fields["dtype"] = _DTYPES[text]
+        elif name == "--quantization":
+            text = need().strip().lower()
+            if text == "fp8":
+                fields["dtype"] = "fp8"  # quantized at load time, one scale per tensor
+            else:
+                ignored.append(f"{name} {text}")  # a checkpoint's own scheme is read from it
+                continue
+        elif name == "--swap-space":
+            try:
+                flags["swap_space"] = float(need())
+            except ValueError as exc:
+                raise InputError(name, f"expected GiB, got {value!r}") from exc
+        elif name in _READ_SWITCHES:
+            flags[_READ_SWITCHES[name]] = True
+        else:
+            ignored.append(name if value is None else f"{name} {value}")
+            continue
+        understood.append(name if value is None else f"{name} {value}")
+    if model is None:
+        raise InputError("launch", "no model: give it as `vllm serve MODEL` or --model")
+    if expert_parallel:
+        tp = int(str(fields.get("tp", 1)))
+        dp = int(str(fields.get("dp", 1)))
+        fields["ep"] = tp * dp
+    return LaunchCommand(engine="vllm", model=model, flags=flags, understood=understood,
+                         ignored=ignored, **fields)

@@ -1,0 +1,112 @@
+"""vLLM from 0.21: the V1 engine with CUDA-graph memory profiled and subtracted up front.
+
+Rules, each from vLLM's source; the rest is the 0.19 module's (`vllm.py`):
+- Budget: KV pool = total × gpu_memory_utilization − weights − non-torch − activation peak −
+  the CUDA-graph estimate, which is subtracted when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+  is on, the default since 0.21 (`Worker.determine_available_memory`,
+  vllm/v1/worker/gpu_worker.py). So the same `--gpu-memory-utilization` leaves less KV than
+  in 0.19, and vLLM prints the equivalence: the current utilization equals (utilization −
+  graphs ÷ total) without graph profiling, and (utilization + graphs ÷ total) keeps the old
+  KV size, each rounded to 4 decimals and the latter capped at 1.
+- The estimate: `vllm_graphs.py` (captured sizes × per-graph memory, from
+  `GPUModelRunner.profile_cudagraph_memory`); none with `--enforce-eager`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from llm_inventory.engine.serving.base import (
+    EngineSettings,
+    KvCapacity,
+    LaunchSettings,
+    ReserveEstimate,
+    StageShape,
+    StartupContext,
+    StartupReport,
+)
+from llm_inventory.engine.serving.vllm import VllmV1
+from llm_inventory.engine.serving.vllm_graphs import GraphModel, estimate_graphs
+from llm_inventory.errors import InputError
+from llm_inventory.spec.devices import Device
+
+GIB = 2**30
+
+
+class VllmV21(VllmV1):
+    name = "vllm"
+    versions = "0.21 and later (V1 engine, CUDA graphs profiled up front)"
+    version = "0.21"
+    label = "vLLM 0.21"
+    calibrated_on = ("vLLM 0.19 start-ups, the CUDA-graph memory on the estimates they "
+                     "printed")
+    summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
+               "profiled activation peak − estimated CUDA-graph memory, in blocks of 16 "
+               "tokens; the smallest worker binds")
+    rules: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("budget: total × gpu_memory_utilization − weights − non-torch − activation peak − "
+         "CUDA-graph estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 by default)",
+         "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory"),
+        ("prints the equivalent utilization without graph profiling (u − graphs ÷ total) "
+         "and the one that keeps the old KV size (u + graphs ÷ total)",
+         "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory"),
+        ("CUDA-graph estimate: largest first capture + (graphs − 1) × per-graph memory per "
+         "mode (estimate: per-graph memory fitted on 0.19's printed estimates)",
+         "vllm/v1/worker/gpu_model_runner.py GPUModelRunner.profile_cudagraph_memory"),
+        ("captured sizes 1, 2, 4, 8 … 248, 256 … up to min(2 × max_num_seqs, 512); FULL "
+         "graphs up to max_num_seqs", "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes"),
+        ("no graphs with --enforce-eager", "vllm/config/compilation.py CompilationConfig"),
+    ) + VllmV1.rules[1:]
+
+    def __init__(self, graphs: GraphModel | None = None) -> None:
+        super().__init__()
+        self.graph_model = graphs or GraphModel()
+
+    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
+        unknown = sorted(set(asked.flags) - {"enforce_eager"})
+        if unknown:
+            raise InputError("engine_flags", f"{self.label} takes enforce_eager (true/false) "
+                             "as an engine flag; got " + ", ".join(unknown))
+        eager = asked.flags.get("enforce_eager", False)
+        if isinstance(eager, str):
+            if eager.lower() not in ("true", "false", "1", "0"):
+                raise InputError("engine_flags", f"enforce_eager must be true or false, got "
+                                 f"{eager!r}")
+            eager = eager.lower() in ("true", "1")
+        base = super().settings(device, asked.model_copy(update={"flags": {}}))
+        return base.model_copy(update={"flags": {"enforce_eager": bool(eager)}})
+
+    def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
+        """0.19's reserve plus the CUDA-graph estimate (both estimates)."""
+        base = super().reserve(shape, settings)
+        if settings.flags.get("enforce_eager") or not shape.has_layers:
+            return base
+        graphs = estimate_graphs(
+            self.graph_model, max_num_seqs=settings.max_num_seqs,
+            max_num_batched_tokens=settings.max_num_batched_tokens, layers=shape.layers,
+            widest_per_token=shape.widest_per_token, activation_bits=shape.activation_bits)
+        return base.model_copy(update={"cuda_graph_bytes": graphs.bytes,
+                                       "reserve_bytes": base.reserve_bytes + graphs.bytes})
+
+    def startup(self, capacity: KvCapacity, pool_bytes: int, settings: EngineSettings,
+                context: StartupContext) -> StartupReport:
+        """`determine_available_memory`'s lines, the graph equivalence among them."""
+        lines = self.startup_lines(capacity, pool_bytes, settings)
+        graphs = context.reserve.cuda_graph_bytes
+        if graphs > 0:
+            util = settings.memory_fraction
+            delta = graphs / context.device.memory_bytes
+            lines[1:1] = [
+                f"CUDA graph memory profiling is enabled (default since v0.21.0). The current "
+                f"--gpu-memory-utilization={util:.4f} is equivalent to "
+                f"--gpu-memory-utilization={round(util - delta, 4):.4f} without CUDA graph "
+                "memory profiling. To maintain the same effective KV cache size as before, "
+                f"increase --gpu-memory-utilization to {min(round(util + delta, 4), 1.0):.4f}. "
+                "To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.",
+            ]
+            lines.insert(0, f"Estimated CUDA graph memory: {graphs / GIB:.2f} GiB total")
+        return StartupReport(lines=lines,
+                             error=self.startup_error(capacity, pool_bytes, settings))
+
+
+ENGINE = VllmV21()

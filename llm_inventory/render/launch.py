@@ -1,0 +1,43 @@
+"""Tables for `inventory launch`."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from llm_inventory.engine.launch import LaunchResult
+from llm_inventory.units import UnitSystem, format_bytes
+
+
+def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]:
+    c, plan = result.command, result.plan
+    split = f"tp{c.tp} pp{c.pp}" + (f" ep{c.ep}" if c.ep else "") + f" ×{plan.dp}"
+    head = Text(f"{result.label}: {result.model} on {result.count} × {result.device} "
+                f"({format_bytes(result.device_memory_bytes, units)} each) as {split}, "
+                f"{result.context:,} tokens", style="bold")
+    parts: list[Table | Text] = [head]
+    parts.append(Text("understood: " + (", ".join(c.understood) or "no flags (defaults)")))
+    if c.ignored:
+        parts.append(Text("ignored (not modelled): " + ", ".join(c.ignored), style="dim"))
+    d = plan.per_device
+    if d is not None:
+        table = Table(title="per device (the binding worker)")
+        for name in ("weights", "reserve*", "KV pool", "KV tokens", "conc."):
+            table.add_column(name, justify="right")
+        table.add_row(format_bytes(d.weight_bytes, units), format_bytes(d.reserve_bytes, units),
+                      format_bytes(d.kv_pool_bytes, units), f"{d.kv_capacity_tokens:,}",
+                      f"{plan.max_concurrency:,.2f}" if plan.max_concurrency is not None
+                      else "—")
+        parts.append(table)
+    if result.startup:
+        parts.append(Text(f"{result.label} will print:", style="bold"))
+        parts.append(Text("\n".join(f"  {line}" for line in result.startup)))
+    if result.startup_error:
+        parts.append(Text(f"{result.label} will stop with:", style="bold red"))
+        parts.append(Text(f"  ValueError: {result.startup_error}", style="red"))
+    if result.longest_context is not None:
+        parts.append(Text(f"the longest context that fits: {result.longest_context:,} tokens",
+                          style="yellow"))
+    parts.append(Text("* the reserve (activation peak, non-torch memory, CUDA graphs where "
+                      "the engine subtracts them) is an estimate", style="dim"))
+    return parts

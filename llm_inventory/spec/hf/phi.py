@@ -1,0 +1,39 @@
+"""Phi-1/2 and Phi-3/4 (transformers `models/phi`, `models/phi3`)."""
+
+from __future__ import annotations
+
+from llm_inventory.spec.hf import HFConfig
+from llm_inventory.spec.hf.common import all_sliding, core, decoder_model
+from llm_inventory.spec.model import ModelSpec, Stack
+
+
+def phi3(c: HFConfig) -> ModelSpec:
+    fields = core(c)
+    fields.update(all_sliding(c, c.opt_integer("sliding_window")))
+    return decoder_model(c, Stack(**fields))
+
+
+def phi(c: HFConfig) -> ModelSpec:
+    """Phi-1/2: parallel attention and MLP under one LayerNorm, biases everywhere."""
+    hidden = c.integer("hidden_size")
+    heads = c.integer("num_attention_heads")
+    stack = Stack(
+        layers=c.integer("num_hidden_layers"),
+        hidden_size=hidden,
+        heads=heads,
+        kv_heads=c.integer("num_key_value_heads", heads),
+        head_dim=hidden // heads,
+        intermediate_size=c.integer("intermediate_size"),
+        vocab_size=c.integer("vocab_size"),
+        tied_embeddings=c.flag("tie_word_embeddings"),
+        mlp="plain",
+        mlp_bias=True,
+        qkv_bias=True,
+        o_bias=True,
+        qk_norm="head" if c.flag("qk_layernorm") else "none",
+        norm="layer",
+        norms_per_layer=1,
+        lm_head_bias=True,
+        partial_rotary_factor=c.number("partial_rotary_factor"),
+    )
+    return decoder_model(c, stack)

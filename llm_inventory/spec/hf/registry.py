@@ -1,0 +1,119 @@
+"""Which builder reads each Hugging Face `model_type`: the importer's one registry.
+
+Each row is `model_type: (family module, builder function, architecture classes)`. The module
+is `llm_inventory.spec.hf.<module>`, imported only when a config needs it. The architecture
+classes are the names transformers gives that model's classes (as `architectures` in a
+config.json lists them): a config whose `model_type` is unknown but whose `architectures[0]`
+is one of them is read by that row, as vLLM's registry (`vllm/model_executor/models/
+registry.py`, `_TEXT_GENERATION_MODELS` and friends) dispatches on class names alone.
+
+Adding a model type: its row here (keep each table in alphabetical order, so parallel
+additions do not touch the same lines), and the same model type in SUPPORTED in
+tests/spec/test_hf_registry.py; then its class defaults and a reference count, as
+docs/adding-an-architecture.md says.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from llm_inventory.spec.hf import HFConfig
+    from llm_inventory.spec.model import ModelSpec
+
+Builder = Callable[["HFConfig"], "ModelSpec"]
+Row = tuple[str, str, tuple[str, ...]]
+
+# Decoder-only language models: they can also be the language model of a composite config.
+TEXT_MODELS: dict[str, Row] = {
+    "deepseek_v2": ("deepseek", "deepseek_v2", ("DeepseekV2ForCausalLM",)),
+    "deepseek_v3": ("deepseek", "deepseek_v3", ("DeepseekV3ForCausalLM",)),
+    "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
+    "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
+    "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
+    "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
+    "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
+    "granite": ("granite", "granite", ("GraniteForCausalLM",)),
+    "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
+    "llama": ("llama", "llama", ("LlamaForCausalLM",)),
+    "mamba": ("mamba", "mamba", ("MambaForCausalLM",)),
+    "mamba2": ("mamba", "mamba2", ("Mamba2ForCausalLM",)),
+    "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
+    "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
+    "olmoe": ("olmo", "olmoe", ("OlmoeForCausalLM",)),
+    "phi": ("phi", "phi", ("PhiForCausalLM",)),
+    "phi3": ("phi", "phi3", ("Phi3ForCausalLM",)),
+    "qwen2": ("qwen", "qwen2", ("Qwen2ForCausalLM",)),
+    "qwen2_moe": ("qwen", "qwen2_moe", ("Qwen2MoeForCausalLM",)),
+    "qwen3": ("qwen", "qwen3", ("Qwen3ForCausalLM",)),
+    "qwen3_moe": ("qwen", "qwen3_moe", ("Qwen3MoeForCausalLM",)),
+}
+
+# Encoder-only and encoder-decoder models.
+ENCODER_MODELS: dict[str, Row] = {
+    "bert": ("bert", "bert_like", (
+        "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
+        "BertForTokenClassification", "BertForQuestionAnswering", "BertForMultipleChoice",
+        "BertForNextSentencePrediction", "BertForPreTraining")),
+    "roberta": ("bert", "bert_like", (
+        "RobertaModel", "RobertaForMaskedLM", "RobertaForSequenceClassification",
+        "RobertaForTokenClassification", "RobertaForQuestionAnswering",
+        "RobertaForMultipleChoice")),
+    "whisper": ("whisper", "whisper", (
+        "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification")),
+    "xlm-roberta": ("bert", "bert_like", (
+        "XLMRobertaModel", "XLMRobertaForMaskedLM", "XLMRobertaForSequenceClassification",
+        "XLMRobertaForTokenClassification", "XLMRobertaForQuestionAnswering",
+        "XLMRobertaForMultipleChoice")),
+}
+
+# Composite (vision-language) models: a tower, a projector and a language model.
+MULTIMODAL_MODELS: dict[str, Row] = {
+    "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
+    "llama4": ("llama4", "llama4", ("Llama4ForConditionalGeneration",)),
+    "llava": ("llava", "llava", ("LlavaForConditionalGeneration",)),
+    "mistral3": ("mistral3", "mistral3", ("Mistral3ForConditionalGeneration",)),
+    "mllama": ("mllama", "mllama", ("MllamaForConditionalGeneration",)),
+    "qwen2_5_vl": ("qwen_vl", "qwen2_5_vl", ("Qwen2_5_VLForConditionalGeneration",)),
+    "qwen2_vl": ("qwen_vl", "qwen2_vl", ("Qwen2VLForConditionalGeneration",)),
+}
+
+MODELS: Mapping[str, Row] = {**TEXT_MODELS, **ENCODER_MODELS, **MULTIMODAL_MODELS}
+
+
+def supported_model_types() -> list[str]:
+    """Every model type the registry reads (no family module is imported)."""
+    return sorted(MODELS)
+
+
+def is_text_model(model_type: str) -> bool:
+    """Whether the type is a decoder-only language model (one a composite may wrap)."""
+    return model_type in TEXT_MODELS
+
+
+@cache
+def _architectures() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for model_type, (_, _, classes) in MODELS.items():
+        for name in classes:
+            found[name] = model_type
+    return found
+
+
+def model_type_of_architecture(name: str) -> str | None:
+    """The model type whose row lists this architecture class, if any."""
+    return _architectures().get(name)
+
+
+def builder(model_type: str) -> Builder:
+    """The builder of a registered model type, importing its family module.
+
+    A module or function named in the table that does not exist raises (ImportError,
+    AttributeError): a broken registry is a bug, never an unsupported type.
+    """
+    module, function, _ = MODELS[model_type]
+    family: Any = importlib.import_module(f"llm_inventory.spec.hf.{module}")
+    return cast(Builder, getattr(family, function))

@@ -1,0 +1,226 @@
+"""`inventory launch`, `inventory engines` and placement across engines, through the runner."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from llm_inventory.engine import serving
+from llm_inventory.engine.launch import match_program
+from llm_inventory.engine.serving.base import (
+    EngineSettings,
+    KvLayer,
+    LaunchCommand,
+    LaunchSettings,
+    PoolLayout,
+    ReserveEstimate,
+    ServingEngine,
+    StageShape,
+)
+from llm_inventory.engine.serving.vllm_launch import parse_vllm
+from llm_inventory.errors import InputError
+from llm_inventory.spec.devices import Device
+from tests.conftest import Invoke
+from tests.engine.serving.test_interface import Cells
+
+
+class Fake(ServingEngine):
+    """A second engine, known to nothing but the registry: `fake-serve MODEL -c N`."""
+
+    name = "fakeserve"
+    versions = "any"
+    version = "1"
+    label = "Fake 1"
+    summary = "every byte the weights leave is KV"
+    rules = (("pool = total − weights", "this test"),)
+    programs = (("fake-serve",), ("python", "-m", "fake.serve"))
+
+    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
+        return EngineSettings(max_model_len=asked.context, max_num_batched_tokens=asked.context,
+                              max_num_seqs=1, block_size=1, memory_fraction=1.0,
+                              kv_dtype=asked.kv_dtype)
+
+    def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
+        return ReserveEstimate(non_torch_bytes=0, forward_peak_bytes=0, sampler_peak_bytes=0,
+                               activation_bytes=0, reserve_bytes=0)
+
+    def pool_bytes(self, device: Device, settings: EngineSettings, shape: StageShape,
+                   weight_bytes: int, reserve: ReserveEstimate) -> int:
+        return device.memory_bytes - weight_bytes
+
+    def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
+        return Cells(sum(layer.bytes_per_token for layer in layers), settings.max_model_len)
+
+    def parse_launch(self, argv: list[str]) -> LaunchCommand:
+        if len(argv) != 3 or argv[1] != "-c":
+            raise InputError("launch", "fake-serve MODEL -c TOKENS")
+        return LaunchCommand(engine=self.name, model=argv[0], context=int(argv[2]),
+                             understood=["-c " + argv[2]])
+
+    def startup_lines(self, capacity: object, pool_bytes: int,
+                      settings: EngineSettings) -> list[str]:
+        return [f"fake pool {pool_bytes} bytes"]
+
+
+@pytest.fixture
+def fake() -> Iterator[ServingEngine]:
+    engine = serving.register(Fake())
+    try:
+        yield engine
+    finally:
+        serving.unregister(engine)
+
+
+def test_vllm_command_lines_are_read() -> None:
+    cmd = parse_vllm(["Qwen/Qwen3-8B", "-tp", "2", "--max_model_len=32K",
+                      "--gpu-memory-utilization", "0.85", "--kv-cache-dtype", "fp8_e4m3",
+                      "--trust-remote-code", "--port", "8000", "--enable-expert-parallel"])
+    assert (cmd.model, cmd.tp, cmd.context, cmd.memory_fraction, cmd.kv_dtype, cmd.ep) == (
+        "Qwen/Qwen3-8B", 2, 32768, 0.85, "fp8", 2)
+    assert cmd.ignored == ["--trust-remote-code", "--port 8000"]
+    assert "--max-model-len 32K" in cmd.understood
+    assert parse_vllm(["--model", "x", "--quantization", "fp8"]).dtype == "fp8"
+    for bad in (["x", "--max-model-len"], [], ["x", "-tp", "two"], ["x", "y"],
+                ["x", "--gpu-memory-utilization", "1.5"]):
+        with pytest.raises(InputError):
+            parse_vllm(bad)
+
+
+def test_the_engine_is_picked_by_program_prefix(fake: ServingEngine) -> None:
+    engine, rest = match_program(["/usr/local/bin/vllm", "serve", "m", "-tp", "2"])
+    assert engine.name == "vllm" and rest == ["m", "-tp", "2"]
+    engine, rest = match_program(["python3.12", "-m", "vllm.entrypoints.openai.api_server",
+                                  "--model", "m"])
+    assert engine.name == "vllm" and rest == ["--model", "m"]
+    engine, rest = match_program(["python", "-m", "fake.serve", "m", "-c", "9"])
+    assert engine is fake and rest == ["m", "-c", "9"]
+    with pytest.raises(InputError, match="starts no engine"):
+        match_program(["tgi-launcher", "m"])
+
+
+def test_launch_with_a_registered_engine(invoke: Invoke, fake: ServingEngine) -> None:
+    run = invoke("launch", "--device", "h100", "--format", "json", "--", "fake-serve",
+                 "llama-3.1-8b", "-c", "4096")
+    assert run.code == 0, run.stderr
+    data = run.json()
+    assert (data["engine"], data["engine_version"], data["context"]) == ("fakeserve", "1", 4096)
+    assert data["startup"][0].startswith("fake pool ")
+    listed = invoke("engines", "--format", "json")
+    assert "fakeserve" in [e["engine"] for e in listed.json()["engines"]]
+
+
+def _placement(invoke: Invoke, *args: str) -> dict[str, object]:
+    run = invoke("placement", *args, "--format", "json", "--limit", "0")
+    assert run.code == 0, run.stderr
+    data = run.json()
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.mark.parametrize("engine", ["vllm", "vllm@0.19", "vllm@0.10"])
+def test_launch_and_placement_agree(invoke: Invoke, engine: str) -> None:
+    version = engine.partition("@")[2]
+    run = invoke("launch", "--device", "h100", "--format", "json",
+                 *(["--engine-version", version] if version else []), "--",
+                 "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "-tp", "2",
+                 "--max-model-len", "32768", "--gpu-memory-utilization", "0.9")
+    assert run.code == 0, run.stderr
+    launched = run.json()
+    placed = _placement(invoke, "llama-3.1-8b", "--device", "h100", "--count", "2",
+                        "--tp", "2", "--context", "32768", "--gpu-memory-utilization", "0.9",
+                        "--engine", engine)
+    plan = next(p for p in placed["plans"]  # type: ignore[attr-defined]
+                if p["tp"] == 2 and p["pp"] == 1 and p["disaggregation"] is None)
+    assert launched["engine_version"] == placed["engine_version"]
+    for key in ("kv_pool_bytes", "kv_capacity_tokens", "weight_bytes", "reserve_bytes"):
+        assert launched["plan"]["per_device"][key] == plan["per_device"][key]
+    assert launched["startup"] == plan["startup"]
+    assert any(line.startswith(("GPU KV cache size", "# cuda blocks"))
+               for line in launched["startup"])
+
+
+def test_launch_predicts_the_stop_and_the_longest_context(invoke: Invoke) -> None:
+    run = invoke("launch", "--device", "l4", "--", "vllm", "serve", "llama-3.1-8b",
+                 "--max-model-len", "128K", "--port", "8000")
+    assert run.code == 0, run.stderr
+    assert "will stop with" in run.stdout
+    assert "To serve at least one request" in run.stdout
+    assert "--port 8000" in run.stderr  # ignored flags are said on stderr, never refused
+    json_run = invoke("launch", "--device", "l4", "--format", "json", "--", "vllm", "serve",
+                      "llama-3.1-8b", "--max-model-len", "128K")
+    data = json_run.json()
+    assert data["starts"] is False and data["longest_context"] < 131072
+    assert "larger than the available KV cache memory" in data["startup_error"]
+    assert f"the estimated maximum model length is {data['longest_context']}." in \
+        data["startup_error"]
+
+
+@pytest.mark.parametrize("args", [
+    ("launch", "--device", "h100", "--", "vllm", "serve", "qwen3-8b", "--max-model-len"),
+    ("launch", "--device", "h100", "--", "vllm", "serve"),
+    ("launch", "--device", "h100", "--", "tgi", "serve", "x"),
+    ("launch", "--device", "h100", "--", "vllm", "serve", "Nobody/No-Such-Model-7B"),
+    ("launch", "--device", "h100", "--engine-version", "0.1", "--", "vllm", "serve",
+     "qwen3-8b"),
+    ("launch", "--", "vllm", "serve", "qwen3-8b"),
+    ("placement", "llama-3.1-8b", "--device", "h100", "--engine", "tgi"),
+    ("placement", "llama-3.1-8b", "--device", "h100", "--engine", "vllm@0.1"),
+    ("placement", "llama-3.1-8b", "--device", "h100", "--engine", "vllm@latest"),
+    ("placement", "llama-3.1-8b", "--device", "h100", "--engine", "vllm,tgi"),
+    ("placement", "llama-3.1-8b", "--device", "h100", "--engine-arg", "swap_space"),
+    ("placement", "llama-3.1-8b", "--device", "h100", "--engine", "vllm@0.19",
+     "--engine-arg", "swap_space=4"),
+    ("placement", "llama-3.1-8b", "--device", "h100", "--engine", "vllm@0.10",
+     "--engine-arg", "swap_space=lots"),
+    ("engines", "tgi"),
+])
+def test_bad_input_is_one_line_and_exit_2(invoke: Invoke, args: tuple[str, ...]) -> None:
+    run = invoke(*args)
+    assert run.code == 2, (run.code, run.stdout)
+    assert run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert run.stderr.startswith("inventory: error: ")
+
+
+def test_unresolvable_hub_ids_say_so(invoke: Invoke) -> None:
+    run = invoke("launch", "--device", "h100", "--", "vllm", "serve", "Nobody/No-Such-7B")
+    assert "not resolvable offline" in run.stderr
+
+
+def test_engines_lists_every_era(invoke: Invoke) -> None:
+    data = invoke("engines", "--format", "json").json()
+    eras = [(e["engine"], e["lowest"], e["default"]) for e in data["engines"]]
+    assert eras[:3] == [("vllm", "0.21", True), ("vllm", "0.11", False),
+                        ("vllm", "0.2", False)]
+    assert len(data["engines"]) >= len(serving.ERAS)
+    for era in data["engines"]:
+        assert era["rules"] and all(r["source"] for r in era["rules"])
+    one = invoke("engines", "vllm@0.19", "--format", "yaml")
+    assert one.code == 0 and "label: vLLM 0.19" in one.stdout
+    assert "Worker.determine_available_memory" in one.stdout
+    table = invoke("engines", "vllm@0.7")
+    assert table.code == 0 and "align_to_256bytes" in table.stdout
+    assert "0.21" in invoke("engines").stdout
+
+
+def test_placement_side_by_side(invoke: Invoke) -> None:
+    args = ("llama-3.1-8b", "--device", "h100", "--count", "1", "--engine",
+            "vllm@0.10,vllm@0.19,vllm@0.21")
+    run = invoke("placement", *args, "--format", "json")
+    assert run.code == 0, run.stderr
+    results = run.json()
+    assert [(r["engine"], r["engine_version"]) for r in results] == [
+        ("vllm", "0.10"), ("vllm", "0.19"), ("vllm", "0.21")]
+    pools = [r["plans"][0]["per_device"]["kv_pool_bytes"] for r in results]
+    assert len(set(pools)) == 3 and pools[2] < pools[1]
+    table = invoke("placement", *args)
+    assert "vLLM 0.10 (V0)" in table.stdout and "best plan of each engine" in table.stdout
+    compared = invoke("compare", "llama-3.1-8b", "--engine", "vllm@0.10,vllm@0.21",
+                      "--device", "h100", "--count", "1", "--format", "json")
+    assert compared.code == 0, compared.stderr
+    assert [r["engine_version"] for r in compared.json()] == ["0.10", "0.21"]
+    assert compared.json()[1]["plans"][0]["per_device"]["kv_pool_bytes"] == pools[2]
+    eager = invoke("placement", "llama-3.1-8b", "--device", "h100", "--count", "1",
+                   "--engine-arg", "enforce_eager=true", "--format", "json").json()
+    assert eager["plans"][0]["per_device"]["kv_pool_bytes"] == pools[1]

@@ -1,0 +1,204 @@
+"""The importer's registry: the explicit list of supported model types, lazy family modules,
+and dispatch on the architecture class or the wrapped text config.
+
+A model type added to llm_inventory/spec/hf/registry.py is added to SUPPORTED here in the
+same change (keep it in alphabetical order), with its class defaults and a reference count.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from llm_inventory.engine.params import count_parameters
+from llm_inventory.errors import InputError
+from llm_inventory.spec.hf import builders, from_hf_config, registry, supported_model_types
+from llm_inventory.spec.hf.defaults import has_class_defaults
+from llm_inventory.spec.model import Family, ModelSpec
+from tests.reference import DATA, model_config, oracle_totals, reference_models
+
+SUPPORTED = [
+    "bert",
+    "deepseek_v2",
+    "deepseek_v3",
+    "falcon",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "gpt_oss",
+    "granite",
+    "jamba",
+    "llama",
+    "llama4",
+    "llava",
+    "mamba",
+    "mamba2",
+    "mistral",
+    "mistral3",
+    "mixtral",
+    "mllama",
+    "olmoe",
+    "phi",
+    "phi3",
+    "qwen2",
+    "qwen2_5_vl",
+    "qwen2_moe",
+    "qwen2_vl",
+    "qwen3",
+    "qwen3_moe",
+    "roberta",
+    "whisper",
+    "xlm-roberta",
+]
+
+
+def test_the_registry_holds_exactly_the_supported_types() -> None:
+    assert SUPPORTED == sorted(SUPPORTED)
+    assert supported_model_types() == SUPPORTED
+
+
+@pytest.mark.parametrize("model_type", SUPPORTED)
+def test_every_family_module_and_builder_exists(model_type: str) -> None:
+    """A misspelt module or function name in the table fails here, for that type."""
+    assert callable(registry.builder(model_type))
+
+
+def test_builders_imports_every_family() -> None:
+    assert sorted(builders()) == SUPPORTED
+
+
+def test_a_missing_family_module_is_an_error_not_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(registry.MODELS, "jamba", ("hybird", "jamba", ("JambaForCausalLM",)))
+    with pytest.raises(ModuleNotFoundError):
+        builders()
+    with pytest.raises(ModuleNotFoundError):
+        from_hf_config(_load("transformers-defaults/jamba.json"), "config.json")
+
+
+@pytest.mark.parametrize("model_type", SUPPORTED)
+def test_every_supported_type_has_class_defaults(model_type: str) -> None:
+    assert has_class_defaults(model_type)
+
+
+def _counted_types() -> set[str]:
+    """Model types with a total computed by transformers somewhere under tests/data."""
+    types = {model_config(r["name"])["model_type"] for r in reference_models()}
+    types |= {json.loads(path.read_text())["model_type"] for path, _ in oracle_totals()}
+    more = _load("more-configs/oracle-totals.json")
+    types |= set(more["minimal"])
+    encoders = _load("more-configs/oracle-totals-encoders.json")["totals"]
+    types |= {_load(f"more-configs/{name}")["model_type"] for name in encoders}
+    return types
+
+
+def test_every_supported_type_has_a_reference_count() -> None:
+    assert sorted(set(SUPPORTED) - _counted_types()) == []
+
+
+def test_architecture_classes_are_transformers_names_for_their_type() -> None:
+    """Each class a row lists is one transformers 5.23.0 maps to that model type, and no
+    class is listed twice."""
+    known: dict[str, list[str]] = _load("transformers-architectures.json")["classes"]
+    listed = [(mt, name) for mt, (_, _, names) in registry.MODELS.items() for name in names]
+    assert [(mt, n) for mt, n in listed if mt not in known.get(n, [])] == []
+    names = [n for _, n in listed]
+    assert len(names) == len(set(names))
+
+
+def _imported_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sorted(m for m in "
+         "sys.modules if m.startswith('llm_inventory.spec.hf.'))))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    return {m.removeprefix("llm_inventory.spec.hf.") for m in out}
+
+
+def test_listing_the_supported_types_imports_no_family_module() -> None:
+    loaded = _imported_after("from llm_inventory.spec.hf import supported_model_types\n"
+                             "supported_model_types()")
+    assert loaded == {"registry"}
+
+
+def test_a_config_imports_only_its_own_family() -> None:
+    path = DATA / "models" / "Llama-3.1-8B.json"
+    loaded = _imported_after("import json\nfrom llm_inventory.spec.hf import from_hf_config\n"
+                             f"from_hf_config(json.load(open({str(path)!r})), 'x')")
+    assert loaded == {"registry", "dispatch", "defaults", "common", "quant", "llama"}
+
+
+# --- dispatch ----------------------------------------------------------------------------
+
+def _load(relative: str) -> dict[str, Any]:
+    return dict(json.loads((DATA / relative).read_text()))
+
+
+def _same_model(a: ModelSpec, b: ModelSpec) -> None:
+    assert a.decoder == b.decoder and a.encoder == b.encoder
+    assert count_parameters(a).total == count_parameters(b).total
+
+
+@pytest.mark.parametrize(("base", "architecture"), [
+    ("models/Llama-3.1-8B.json", "LlamaForCausalLM"),
+    ("engine-logs/configs/Qwen--Qwen2.5-7B-Instruct.json", "Qwen2ForCausalLM"),
+    ("models/DeepSeek-V3.json", "DeepseekV3ForCausalLM"),
+])
+def test_an_unknown_type_dispatches_on_its_architecture(base: str, architecture: str) -> None:
+    """As vLLM does: a Kimi-K2-style file (its own model_type, DeepSeek-V3's class) is read
+    by the class's builder, and the model says so."""
+    data = _load(base)
+    assert data["architectures"] == [architecture]
+    renamed = {**data, "model_type": "kimi_k2"}
+    spec = from_hf_config(renamed, "config.json")
+    _same_model(spec, from_hf_config(data, "config.json"))
+    note = spec.notes[-1]
+    assert "'kimi_k2'" in note and architecture in note and data["model_type"] in note
+
+
+def test_a_known_type_ignores_its_architecture() -> None:
+    data = {**_load("models/Llama-3.1-8B.json"), "architectures": ["MistralForCausalLM"]}
+    spec = from_hf_config(data, "config.json")
+    assert not any("architecture" in note for note in spec.notes)
+    assert spec.decoder is not None and spec.decoder.layer_types is None  # not sliding
+
+
+def test_a_wrapper_of_unknown_type_dispatches_on_its_text_config() -> None:
+    text = _load("models/Llama-3.1-8B.json")
+    wrapper = {
+        "model_type": "nonesuch_vl",
+        "architectures": ["NonesuchForConditionalGeneration"],
+        "torch_dtype": "float16",
+        "text_config": {k: v for k, v in text.items() if k != "torch_dtype"},
+        "vision_config": {"model_type": "nonesuch_vision", "hidden_size": 1152},
+    }
+    spec = from_hf_config(wrapper, "config.json")
+    alone = from_hf_config({**text, "torch_dtype": "float16"}, "config.json")
+    _same_model(spec, alone)
+    assert spec.family is Family.DENSE and spec.dtype == "fp16"
+    note = spec.notes[-1]
+    assert "'nonesuch_vl'" in note and "text_config" in note and "not counted" in note
+
+
+def test_a_wrapper_text_config_dispatches_on_its_class_too() -> None:
+    text = {**_load("models/Llama-3.1-8B.json"), "model_type": "nonesuch_text"}
+    spec = from_hf_config({"model_type": "nonesuch_vl", "text_config": text}, "config.json")
+    _same_model(spec, from_hf_config(_load("models/Llama-3.1-8B.json"), "config.json"))
+
+
+@pytest.mark.parametrize("data", [
+    {"model_type": "nonesuch"},
+    {"model_type": "nonesuch", "architectures": ["NonesuchForCausalLM"]},
+    {"model_type": "nonesuch", "text_config": {"model_type": "nonesuch_text"}},
+    # A wrapper's text_config must be a language model, not an encoder.
+    {"model_type": "nonesuch", "text_config": {"model_type": "bert"}},
+    {"model_type": "nonesuch", "text_config": "llama"},
+])
+def test_nothing_known_is_an_error_naming_model_type(data: dict[str, Any]) -> None:
+    with pytest.raises(InputError) as error:
+        from_hf_config(data, "config.json")
+    assert "model_type" in str(error.value) and "supported: bert" in str(error.value)
