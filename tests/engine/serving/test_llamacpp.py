@@ -440,3 +440,23 @@ def test_a_gguf_model_is_placed_by_its_own_tensors(tmp_path: Any) -> None:
     full = plan_placement(spec, PlacementRequest(
         device=H100, count=1, tp=1, pp=1, engine="llamacpp", context=4096)).plans[0]
     assert full.host is not None and full.host.weight_bytes == embedding
+
+
+def test_launch_and_placement_agree(invoke: Any) -> None:
+    run = invoke("launch", "--device", "rtx-4090", "--format", "json", "--", "llama-server",
+                 "-m", "qwen3-8b", "-c", "32768", "-np", "1", "-ngl", "99", "-fa", "on",
+                 "-ctk", "q8_0", "-ctv", "q8_0", "--port", "8080")
+    assert run.code == 0, run.stderr
+    launched = run.json()
+    placed = invoke("placement", "qwen3-8b", "--device", "rtx-4090", "--count", "1",
+                    "--context", "32768", "--engine", "llamacpp", "--format", "json",
+                    "--engine-arg", "parallel=1", "--engine-arg", "n_gpu_layers=99",
+                    "--engine-arg", "flash_attn=on", "--engine-arg", "cache_type_k=q8_0",
+                    "--engine-arg", "cache_type_v=q8_0")
+    assert placed.code == 0, placed.stderr
+    plan = placed.json()["plans"][0]
+    for key in ("kv_pool_bytes", "kv_capacity_tokens", "weight_bytes", "reserve_bytes"):
+        assert launched["plan"]["per_device"][key] == plan["per_device"][key]
+    assert launched["startup"] == plan["startup"]
+    assert launched["plan"]["per_device"]["kv_pool_bytes"] == 36 * 32768 * 2 * (1024 // 32 * 34)
+    assert "--port" in " ".join(launched.get("ignored", [])) or "--port" in run.stderr

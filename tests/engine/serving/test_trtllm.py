@@ -238,3 +238,24 @@ def test_extra_llm_api_options_override_the_command_line() -> None:
     assert extra_options(cmd, {"kv_cache_free_gpu_memory_fraction": 0.6}).memory_fraction == 0.6
     with pytest.raises(InputError, match="free_gpu_memory_fraction"):
         extra_options(cmd, {"kv_cache_config": {"free_gpu_memory_fraction": 1.2}})
+
+
+def test_launch_and_placement_agree(invoke: Any) -> None:
+    run = invoke("launch", "--device", "h100", "--format", "json", "--", "trtllm-serve",
+                 "serve", "meta-llama/Llama-3.1-8B-Instruct", "--backend", "tensorrt",
+                 "--max_seq_len", "32768", "--kv_cache_free_gpu_memory_fraction", "0.85",
+                 "--max_batch_size", "256")
+    assert run.code == 0, run.stderr
+    launched = run.json()
+    placed = invoke("placement", "llama-3.1-8b", "--device", "h100", "--count", "1",
+                    "--context", "32768", "--gpu-memory-utilization", "0.85",
+                    "--max-num-seqs", "256", "--engine", "trtllm", "--engine-arg",
+                    "backend=tensorrt", "--format", "json")
+    assert placed.code == 0, placed.stderr
+    plan = placed.json()["plans"][0]
+    for key in ("kv_pool_bytes", "kv_capacity_tokens", "weight_bytes", "reserve_bytes"):
+        assert launched["plan"]["per_device"][key] == plan["per_device"][key]
+    assert launched["startup"] == plan["startup"]
+    assert launched["startup"][0].startswith("[TensorRT-LLM][INFO] Memory usage when "
+                                             "calculating max tokens in paged kv cache: total: "
+                                             "79.19 GiB")
