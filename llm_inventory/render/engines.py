@@ -15,7 +15,8 @@ def _range(era: EngineEra) -> str:
 def engines_table(listing: EngineList) -> list[Table | Text]:
     table = Table(title=f"Serving engines · {len(listing.engines)} accounting eras")
     for name in ("engine", "releases", "answers as", "what decides the KV pool"):
-        table.add_column(name, no_wrap=name != "what decides the KV pool")
+        prose = name == "what decides the KV pool"
+        table.add_column(name, no_wrap=not prose, overflow="fold" if prose else "ellipsis")
     for era in listing.engines:
         name = era.engine + (" (default)" if era.default else "")
         table.add_row(name, _range(era), era.label, era.summary)
@@ -29,8 +30,8 @@ def engine_detail_table(era: EngineEra) -> list[Table | Text]:
                 + (f"below {era.below}" if era.below else "the newest release")
                 + f" · {era.versions}", style="bold")
     table = Table()
-    table.add_column("rule")
-    table.add_column("source")
+    table.add_column("rule", overflow="fold")
+    table.add_column("source", overflow="fold")
     for rule in era.rules:
         table.add_row(rule.rule, rule.source)
     parts: list[Table | Text] = [head, Text(era.summary), table]
