@@ -152,6 +152,11 @@ class KvCapacity(BaseModel):
     request_blocks: int  # blocks one request at max_model_len needs
     page_bytes: int  # bytes of one block id
     fixed_bytes_per_request: int
+    # Engines that page fixed state with attention (vLLM V1): the attention block size they
+    # chose, one layer's page, and one layer's fixed state before padding to that page.
+    block_size: int | None = None
+    layer_page_bytes: int = 0
+    state_page_bytes: int = 0
 
 
 class PoolLayout(ABC):
