@@ -31,7 +31,7 @@ class KimiDeltaAttention(FixedState):
     module = "self_attn"
 
     def tensors(self, prefix: str, stack: Stack) -> Iterator[Entry]:
-        la, hidden, x = linear_block(stack, self.name), stack.hidden_size or 0, Component.MIXER
+        la, hidden, x = linear_block(stack, self.name), stack.hidden_size or 0, Component.ATTENTION
         heads, dim = la.key_heads, la.key_head_dim
         width, col, rep = heads * dim, Shard.COLUMN, Shard.REPLICATED
         for name in ("q_proj", "k_proj", "v_proj"):

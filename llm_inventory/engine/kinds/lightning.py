@@ -31,7 +31,7 @@ class Lightning(FixedState):
     module = "self_attn"
 
     def tensors(self, prefix: str, stack: Stack) -> Iterator[Entry]:
-        la, hidden, x = linear_block(stack, self.name), stack.hidden_size or 0, Component.MIXER
+        la, hidden, x = linear_block(stack, self.name), stack.hidden_size or 0, Component.ATTENTION
         width = la.key_heads * la.key_head_dim
         yield from linear(f"{prefix}.qkv_proj", 3 * width, hidden, x, Shard.COLUMN, False)
         yield f"{prefix}.norm.weight", (width,), x, Shard.COLUMN, False, 0
