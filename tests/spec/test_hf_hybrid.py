@@ -214,3 +214,26 @@ def test_falcon_h1_runs_attention_and_mamba_in_every_layer() -> None:
     runs = state_layers(spec)
     assert sum(r.count for r in runs if r.elements_per_token()) == spec.decoder.layers
     assert sum(r.count for r in runs if r.state_elements) == spec.decoder.layers
+
+
+@pytest.mark.parametrize(("name", "patch", "field"), [
+    ("Nemotron-H-56B-Base-8K.json", {"hybrid_override_pattern": "M*X"},
+     "hybrid_override_pattern"),
+    ("kimi_linear.json", {"linear_attn_config": {"num_heads": "32"}},
+     "linear_attn_config.num_heads"),
+    ("kimi_linear.json", {"layer_types": None,
+                          "linear_attn_config": {"full_attn_layers": [0], "kda_layers": []}},
+     "linear_attn_config.full_attn_layers"),
+    ("Qwen3-Next-80B-A3B.json", {"layer_types": ["linear_attention"] * 3}, "layer_types"),
+    ("Qwen3-Next-80B-A3B.json", {"mamba_ssm_dtype": "float33"}, "mamba_ssm_dtype"),
+    ("lfm2-conv-layers.json", {"layer_types": ["conv"]}, "layer_types"),
+    ("minimax.json", {"layer_types": ["sliding_attention"] * 32}, "layer_types"),
+])
+def test_malformed_configs_name_the_field(name: str, patch: dict[str, Any],
+                                          field: str) -> None:
+    from llm_inventory.errors import InputError
+
+    data = {**json.loads(_path(name).read_text()), **patch}
+    with pytest.raises(InputError) as caught:
+        from_hf_config(data, "config.json")
+    assert field in str(caught.value)

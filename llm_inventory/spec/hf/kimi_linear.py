@@ -27,6 +27,17 @@ def _linear_config(c: HFConfig) -> dict[str, Any]:
     return value
 
 
+def _linear_int(c: HFConfig, key: str, own: str) -> int:
+    """A KDA shape: linear_attn_config's `key` where the checkpoint puts it, else `own`."""
+    value = _linear_config(c).get(key)
+    if value is None:
+        return c.integer(own)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{c.label}: linear_attn_config.{key}",
+                         f"must be a positive integer, got {value!r}")
+    return value
+
+
 def _layer_types(c: HFConfig, layers: int) -> list[str]:
     """`layer_types`, else linear_attn_config's 1-indexed full_attn_layers and kda_layers,
     else full attention on every layer i > 0 with i % 4 == 0 (`KimiLinearConfig`)."""
@@ -74,7 +85,6 @@ def kimi_linear(c: HFConfig) -> ModelSpec:
     experts (`KimiLinearMoE`), a dense gated MLP before them."""
     layers = c.integer("num_hidden_layers")
     heads = c.integer("num_attention_heads")
-    linear = _linear_config(c)
     bias = c.flag("attention_bias")
     dtype = c.dtype
     stack = Stack(
@@ -88,10 +98,9 @@ def kimi_linear(c: HFConfig) -> ModelSpec:
                 v_head_dim=c.integer("v_head_dim"),
                 q_lora_rank=c.opt_integer("q_lora_rank")),
         linear_attention=LinearAttention(
-            key_heads=int(linear.get("num_heads") or c.integer("linear_num_heads")),
-            key_head_dim=int(linear.get("head_dim") or c.integer("linear_head_dim")),
-            conv_kernel=int(linear.get("short_conv_kernel_size")
-                            or c.integer("linear_conv_kernel_dim")),
+            key_heads=_linear_int(c, "num_heads", "linear_num_heads"),
+            key_head_dim=_linear_int(c, "head_dim", "linear_head_dim"),
+            conv_kernel=_linear_int(c, "short_conv_kernel_size", "linear_conv_kernel_dim"),
             # KDA's recurrent state is fp32 whatever the model dtype (vLLM
             # `MambaStateDtypeCalculator.kda_state_dtype`; transformers casts it too).
             state_dtype="fp32", conv_dtype=dtype,

@@ -31,7 +31,9 @@ def _mlp_width(c: HFConfig) -> int:
     width = c.integer("intermediate_size")
     if c.flag("block_auto_adjust_ff_dim"):
         width = int(2 * width / 3)
-        if c.raw("block_ffn_dim_multiplier") is not None:
+        # An explicit null skips the multiplier and the rounding (the class default is 1.0).
+        key = "block_ffn_dim_multiplier"
+        if (c.data[key] if key in c.data else c.defaults.get(key)) is not None:
             width = int(c.number("block_ffn_dim_multiplier") * width)
             multiple = c.integer("block_multiple_of")
             width = multiple * -(-width // multiple)

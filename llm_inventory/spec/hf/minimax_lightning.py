@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import decoder_model, rope_cache_positions
+from llm_inventory.spec.hf.common import decoder_model, present_or_default, rope_cache_positions
 from llm_inventory.spec.model import LayerKind, LinearAttention, ModelSpec, MoE, Stack
 
 _KINDS = {"full_attention": LayerKind.FULL, "linear_attention": LayerKind.LIGHTNING}
@@ -27,7 +27,8 @@ def minimax(c: HFConfig) -> ModelSpec:
     head_dim = c.opt_integer("head_dim") or hidden // heads
     stack = Stack(
         layers=layers, hidden_size=hidden, heads=heads,
-        kv_heads=c.integer("num_key_value_heads", heads), head_dim=head_dim,
+        # Null is as many KV heads as heads (`MiniMaxConfig.__post_init__`).
+        kv_heads=present_or_default(c, "num_key_value_heads") or heads, head_dim=head_dim,
         intermediate_size=c.integer("intermediate_size"), vocab_size=c.integer("vocab_size"),
         tied_embeddings=c.flag("tie_word_embeddings"),
         rope_cache_positions=rope_cache_positions(c),
