@@ -237,3 +237,15 @@ def test_malformed_configs_name_the_field(name: str, patch: dict[str, Any],
     with pytest.raises(InputError) as caught:
         from_hf_config(data, "config.json")
     assert field in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["Qwen3.5-27B.json", "Qwen3.5-35B-A3B.json",
+                                  "Qwen--Qwen3.5-397B-A17B.json"])
+def test_the_text_config_alone_is_the_language_model(name: str) -> None:
+    """A `qwen3_5_text` / `qwen3_5_moe_text` config (Qwen3_5ForCausalLM) counts what the
+    composite's language model and head hold (transformers' components)."""
+    data = json.loads(_path(name).read_text())
+    text = {**data["text_config"], "tie_word_embeddings": data["tie_word_embeddings"]}
+    components = _entries()[name]["components"]
+    counted = count_parameters(from_hf_config(text, "config.json"))
+    assert counted.total == components["model.language_model"] + components["lm_head"]

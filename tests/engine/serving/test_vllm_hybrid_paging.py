@@ -131,3 +131,19 @@ def test_a_model_without_fixed_state_pages_as_before() -> None:
                          max_num_batched_tokens=8192)
     assert layout.attention_block is None and layout.state_page == 0
     assert (layout.page, layout.groups, layout.need) == (16 * 4096 * 32, 1, 512)
+
+
+def test_jamba_pages_its_mamba_layers_too() -> None:
+    """vLLM applies the same rule to Jamba (a hybrid model): 4 attention layers of 8 KV
+    heads × 128, 28 Mamba-1 layers of (8,192 × 3) + (8,192 × 16) bf16 elements."""
+    from llm_inventory.spec.presets import load_preset
+
+    spec = load_preset("jamba-v0.1")
+    assert spec.decoder is not None
+    per = device_layers_by_index(state_layers(spec), 1, "bf16", spec.decoder.layers)
+    layers = [layer for group in per for layer in group]
+    layout = pool_layout(layers, block_size=16, max_model_len=8192,
+                         max_num_batched_tokens=8192)
+    state = (8192 * 3 + 8192 * 16) * 2
+    assert layout.attention_block == 16 * -(-state // (16 * 4096)) == 80
+    assert layout.groups == 1 + 7 and layout.need == -(-8192 // 80) + 7
