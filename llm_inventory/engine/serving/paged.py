@@ -17,7 +17,9 @@ Rules (vLLM 0.19's KV cache manager):
   (a = 16, the FlashAttention/FlashInfer kernel block; 64 for latent attention, MLA
   backends' kernel block) unless the launch asks for more, and the state page is padded to
   the attention page (`HybridAttentionMambaModelConfig.verify_and_update_config`,
-  vllm/model_executor/models/config.py). The layers are then grouped as above, a state
+  vllm/model_executor/models/config.py; not modelled: its alignment of 32 for head size 256
+  with FlashInfer on Blackwell, and prefix caching's other block rules — vLLM 0.19 leaves
+  prefix caching off for these models). The layers are then grouped as above, a state
   group needing one block per request (`MambaSpec.max_memory_usage_bytes`); the printed
   tokens divide by every group, state groups included, times the smaller of the attention
   block and the state block (max_model_len) (`_report_kv_cache_config`,
