@@ -52,7 +52,9 @@ COMPONENTS: tuple[tuple[Component, str], ...] = (
     (Component.ATTENTION,
      r"(self_attn|attention|(^|\.)attn|\.(q|k|v|o)_proj\.|query_key_value|c_attn|sinks"
      r"|attn_)"),
-    (Component.MIXER, r"(mixer|mamba|ssm_|\.ssm\.|time_mix|channel_mix|shortconv|linear_attn)"),
+    # LFM2's short convolutions: `layers.N.conv.{in_proj,conv,out_proj}`.
+    (Component.MIXER, r"(mixer|mamba|ssm_|\.ssm\.|time_mix|channel_mix|shortconv|linear_attn"
+                      r"|\.conv\.(in_proj|conv|out_proj)\.)"),
     (Component.MLP,
      r"(mlp|feed_forward|ffn|(^|\.)fc\d\.|c_fc|intermediate\.dense|(^|\.)output\.dense)"),
 )

@@ -129,6 +129,7 @@ def size_state(request: StateRequest) -> StateResult:
         key = (
             layer.kind, layer.window, layer.kv_heads, layer.k_head_dim, layer.v_head_dim,
             layer.latent_dim, layer.encoder_tokens, layer.state_elements, dtype,
+            layer.conv_channels, layer.conv_window, layer.conv_groups, layer.conv_dtype,
         )
         per_token_layer = kind.bytes_per_token(layer, dtype)
         row = rows.get(key)

@@ -59,14 +59,20 @@ def _mlp(prefix: str, s: Stack, index: int) -> Iterator[Entry]:
         yield from linear(f"{prefix}.gate", e, hidden, Component.ROUTER, Shard.REPLICATED,
                           moe.router_bias)
         ex = Component.EXPERTS
-        yield f"{prefix}.experts.gate_up_proj", (e, up, hidden), ex, Shard.COLUMN, True, e
-        yield f"{prefix}.experts.down_proj", (e, hidden, i), ex, Shard.ROW, True, e
+        width = moe.latent_size or hidden  # the experts' own width (Nemotron-3 latent MoE)
+        yield f"{prefix}.experts.gate_up_proj", (e, up, width), ex, Shard.COLUMN, True, e
+        yield f"{prefix}.experts.down_proj", (e, width, i), ex, Shard.ROW, True, e
+        if moe.latent_size:
+            yield from linear(f"{prefix}.fc1_latent_proj", width, hidden, Component.MLP,
+                              Shard.REPLICATED, s.mlp_bias)
+            yield from linear(f"{prefix}.fc2_latent_proj", hidden, width, Component.MLP,
+                              Shard.REPLICATED, s.mlp_bias)
         if moe.expert_bias:
             yield f"{prefix}.experts.gate_up_proj_bias", (e, up), ex, Shard.COLUMN, False, e
             yield f"{prefix}.experts.down_proj_bias", (e, hidden), ex, Shard.REPLICATED, False, e
         if moe.shared_experts:
             width = moe.shared_experts * moe.shared_intermediate_size
-            yield from dense_mlp(f"{prefix}.shared_experts", hidden, width, True, False,
+            yield from dense_mlp(f"{prefix}.shared_experts", hidden, width, moe.gated, False,
                                  Component.SHARED_EXPERTS)
             if moe.shared_expert_gate:
                 yield from linear(f"{prefix}.shared_expert_gate", 1, hidden,

@@ -48,6 +48,10 @@ class LayerKind(StrEnum):
     MAMBA = "mamba"  # recurrent / state-space mixer: fixed state per sequence
     CROSS = "cross"  # cross-attention to encoder output (no self-attention KV)
     SHARED = "shared"  # attention that reads another layer's KV: stores nothing
+    GDN = "gdn"  # Gated DeltaNet linear attention: conv window + recurrent state per sequence
+    KDA = "kda"  # Kimi Delta Attention: GDN with a per-channel decay
+    LIGHTNING = "lightning"  # lightning (linear) attention: recurrent state per sequence
+    SHORT_CONV = "short_conv"  # a gated short convolution: a conv window per sequence
 
 
 class Component(StrEnum):
@@ -97,12 +101,15 @@ class MoE(_Spec):
     experts: Pos
     top_k: Pos
     expert_intermediate_size: Pos
-    gated: bool = True
+    gated: bool = True  # the experts (and shared experts) have a gate projection
     expert_bias: bool = False  # per-expert biases on both projections (gpt-oss)
     router_bias: bool = False
     shared_experts: NonNeg = 0
     shared_intermediate_size: NonNeg = 0  # per shared expert
     shared_expert_gate: bool = False  # a sigmoid gate Linear(hidden, 1) on the shared path
+    # Nemotron-3's latent MoE: routed experts work in a narrower width, reached through
+    # fc1_latent_proj (hidden → latent) and fc2_latent_proj (latent → hidden).
+    latent_size: Pos | None = None
     # Which layers are MoE: an explicit list, or the rule
     # i >= first_dense and i % every == offset and i not in dense_layers.
     layers: list[NonNeg] | None = None
@@ -153,14 +160,51 @@ class SSM(_Spec):
     d_state: Pos
     d_conv: Pos = 4
     expand: Pos = 2
+    d_inner: Pos | None = None  # expanded width; default expand × hidden_size
     dt_rank: Pos | None = None  # Mamba-1; default ceil(hidden / 16)
     n_groups: Pos = 1  # Mamba-2
     heads: Pos | None = None  # Mamba-2 heads; default d_inner / head_dim
     head_dim: Pos = 64  # Mamba-2
     conv_bias: bool = True
     proj_bias: bool = False
+    out_proj_bias: bool | None = None  # default: proj_bias (Falcon-H1 sets it apart)
     inner_norms: bool = False  # Jamba's dt/B/C RMS norms inside the mixer
     gated_norm: bool = True  # Mamba-2's gated RMS norm before out_proj
+    state_dtype: str | None = None  # None: the KV cache dtype
+    conv_dtype: str | None = None  # the conv window's; None: as the SSM state
+
+
+class LinearAttention(_Spec):
+    """A linear-attention mixer (Gated DeltaNet, KDA, lightning attention): heads whose state
+    is a key × value matrix, fixed per sequence, plus a short causal conv window over the
+    projected q/k/v channels (none when `conv_kernel` is 0)."""
+
+    key_heads: Pos
+    value_heads: Pos | None = None  # default: key_heads
+    key_head_dim: Pos
+    value_head_dim: Pos | None = None  # default: key_head_dim
+    conv_kernel: NonNeg = 4
+    # Gated DeltaNet's input projections: Qwen3-Next fuses them (in_proj_qkvz, in_proj_ba),
+    # Qwen3.5 keeps four (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a); same shapes.
+    fused_projections: bool = False
+    state_dtype: str | None = None  # the recurrent state's (mamba_ssm_dtype); None: KV dtype
+    conv_dtype: str | None = None  # the conv window's; None: as the recurrent state
+
+    @property
+    def v_heads(self) -> int:
+        return self.value_heads or self.key_heads
+
+    @property
+    def v_dim(self) -> int:
+        return self.value_head_dim or self.key_head_dim
+
+
+class ShortConv(_Spec):
+    """A gated short convolution (LFM2): in_proj to 3 × hidden, a depthwise causal conv of
+    `kernel` taps over hidden channels, out_proj; its state is the last kernel − 1 inputs."""
+
+    kernel: Pos = 3
+    bias: bool = False
     state_dtype: str | None = None  # None: the KV cache dtype
 
 
@@ -267,6 +311,11 @@ class Stack(_Spec):
     mtp: MTP | None = None
     moe: MoE | None = None
     ssm: SSM | None = None
+    linear_attention: LinearAttention | None = None
+    short_conv: ShortConv | None = None
+    # Kinds of mixers every layer runs in parallel beside its own (Falcon-H1: Mamba-2 beside
+    # attention, their outputs summed).
+    parallel_mixers: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     rope: bool = True  # rotary positions (engines keep a cos/sin cache)
     partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] = 1.0
     rope_scaling: RopeScaling | None = None  # how the rotary embedding is extended
@@ -340,8 +389,15 @@ class Stack(_Spec):
             raise ValueError("layer_types has chunked layers but chunk_size is not set")
         if LayerKind.MLA in kinds and not self.mla:
             raise ValueError("layer_types has mla layers but the mla block is missing")
-        if LayerKind.MAMBA in kinds and not self.ssm:
+        if LayerKind.MAMBA in kinds | set(self.parallel_mixers) and not self.ssm:
             raise ValueError("layer_types has mamba layers but the ssm block is missing")
+        linear = {LayerKind.GDN, LayerKind.KDA, LayerKind.LIGHTNING}
+        if kinds & linear and not self.linear_attention:
+            raise ValueError("layer_types has linear-attention layers but the "
+                             "linear_attention block is missing")
+        if LayerKind.SHORT_CONV in kinds and not self.short_conv:
+            raise ValueError("layer_types has short_conv layers but the short_conv block is "
+                             "missing")
         if self.heads and self.kv_heads and self.heads % self.kv_heads:
             raise ValueError(f"heads ({self.heads}) is not a multiple of kv_heads "
                              f"({self.kv_heads})")

@@ -26,22 +26,28 @@ SUPPORTED = [
     "deepseek_v2",
     "deepseek_v3",
     "falcon",
+    "falcon_h1",
     "gemma",
     "gemma2",
     "gemma3",
     "gemma3_text",
     "gpt_oss",
     "granite",
+    "granitemoehybrid",
     "jamba",
+    "kimi_linear",
+    "lfm2",
     "llama",
     "llama4",
     "llava",
     "mamba",
     "mamba2",
+    "minimax",
     "mistral",
     "mistral3",
     "mixtral",
     "mllama",
+    "nemotron_h",
     "olmoe",
     "phi",
     "phi3",
@@ -50,7 +56,12 @@ SUPPORTED = [
     "qwen2_moe",
     "qwen2_vl",
     "qwen3",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "qwen3_5_moe_text",
+    "qwen3_5_text",
     "qwen3_moe",
+    "qwen3_next",
     "roberta",
     "whisper",
     "xlm-roberta",
@@ -93,6 +104,17 @@ def _counted_types() -> set[str]:
     types |= set(more["minimal"])
     encoders = _load("more-configs/oracle-totals-encoders.json")["totals"]
     types |= {_load(f"more-configs/{name}")["model_type"] for name in encoders}
+    # This year's reference figures (oracle-2026.json): the type of every file counted, and
+    # of the language model it wraps (counted with it).
+    for entry in _load_list("oracle-2026.json"):
+        if "error" in entry:
+            continue
+        types.add(entry["model_type"])
+        for folder in ("configs-2026", "configs-2026-more", "transformers-defaults-2026"):
+            path = DATA / folder / entry["file"]
+            text = json.loads(path.read_text()).get("text_config") if path.is_file() else None
+            if isinstance(text, dict) and isinstance(text.get("model_type"), str):
+                types.add(text["model_type"])
     return types
 
 
@@ -136,6 +158,10 @@ def test_a_config_imports_only_its_own_family() -> None:
 
 def _load(relative: str) -> dict[str, Any]:
     return dict(json.loads((DATA / relative).read_text()))
+
+
+def _load_list(relative: str) -> list[dict[str, Any]]:
+    return list(json.loads((DATA / relative).read_text()))
 
 
 def _same_model(a: ModelSpec, b: ModelSpec) -> None:

@@ -92,9 +92,11 @@ def cases() -> dict[str, dict[str, Any]]:
 
 
 def _build(data: dict[str, Any], label: str) -> dict[str, Any] | str:
-    """The spec's JSON dump, or the error's text."""
+    """The spec's JSON dump without the fields left at their defaults (so a new field of
+    the model description moves no other type's snapshot), or the error's text."""
     try:
-        return from_hf_config(copy.deepcopy(data), label).model_dump(mode="json")
+        return from_hf_config(copy.deepcopy(data), label).model_dump(mode="json",
+                                                                      exclude_defaults=True)
     except InputError as exc:
         return f"InputError: {exc}"
 

@@ -14,7 +14,8 @@ from llm_inventory.errors import InputError
 from llm_inventory.spec.model import Stack
 
 # Module names under this package, in the order tables list their kinds.
-BUILT_IN = ("full", "sliding", "chunked", "mla", "cross", "shared", "mamba", "mlp_only")
+BUILT_IN = ("full", "sliding", "chunked", "mla", "cross", "shared", "mamba", "gdn", "kda",
+            "lightning", "short_conv", "mlp_only")
 
 _registry: dict[str, Kind] | None = None
 
@@ -72,10 +73,15 @@ def of_layer(stack: Stack, index: int) -> Kind:
 
 
 def mixers(stack: Stack, index: int) -> list[tuple[Kind, str]]:
-    """(kind, module) of every mixer in layer `index`: its own, then the cross-attention to
-    the encoder every layer of a `cross_attention` stack adds (Whisper's `encoder_attn`)."""
+    """(kind, module) of every mixer in layer `index`: its own, the ones every layer runs in
+    parallel beside it (Falcon-H1's Mamba-2 beside attention, `parallel_mixers`), then the
+    cross-attention to the encoder every layer of a `cross_attention` stack adds (Whisper's
+    `encoder_attn`)."""
     own = of_layer(stack, index)
     found = [(own, own.module)]
+    for name in stack.parallel_mixers:
+        beside = get(name)
+        found.append((beside, beside.module))
     if stack.cross_attention and not own.reads_encoder:
         found.append((get("cross"), "encoder_attn"))
     return found

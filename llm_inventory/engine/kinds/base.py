@@ -43,6 +43,15 @@ class StateLayer(BaseModel):
     encoder_tokens: NonNegativeInt = 0
     state_elements: NonNegativeInt = 0
     dtype: str | None = None  # overrides the request's KV dtype (SSM state is often fp32)
+    # A fixed-state layer's conv window, kept apart from `state_elements` (the recurrent
+    # state): `conv_window` positions × `conv_channels` channels in `conv_dtype` (None: as
+    # the state). `conv_groups` groups of `group_channels` channels among them (Mamba-2's
+    # B and C) are replicated when tensor parallelism does not divide the groups.
+    conv_channels: NonNegativeInt = 0
+    conv_window: NonNegativeInt = 0
+    conv_groups: NonNegativeInt = 0
+    group_channels: NonNegativeInt = 0
+    conv_dtype: str | None = None
 
     def elements_per_token(self) -> int:
         """Elements one token adds to one layer of this kind (0 for fixed-size kinds)."""
@@ -72,6 +81,9 @@ class Kind:
     reads_encoder: ClassVar[bool] = False  # attends to an encoder's output, not the text
     holds_tokens: ClassVar[bool] = True  # "tokens held" means something for this kind
     joint_latent: ClassVar[bool] = False  # one joint K/V latent entry per token (MLA)
+    # vLLM V1 keeps this kind's fixed state in pages of the KV block pool (a `MambaSpec`
+    # layer), not beside it: see `engine/serving/paged.py`.
+    paged_state: ClassVar[bool] = False
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()

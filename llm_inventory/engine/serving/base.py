@@ -174,6 +174,11 @@ class KvCapacity(BaseModel):
     # the longest max_model_len one request fits, when one at max_model_len does not
     longest_context: int | None = None
     kv_bytes: int | None = None  # what an engine that allocates a fixed amount asks for
+    # Engines that page fixed state with attention (vLLM V1): the attention block size they
+    # chose, one layer's page, and one layer's fixed state before padding to that page.
+    block_size: int | None = None
+    layer_page_bytes: int = 0
+    state_page_bytes: int = 0
 
 
 class PoolLayout(ABC):

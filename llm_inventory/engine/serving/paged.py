@@ -11,7 +11,21 @@ Rules (vLLM 0.19's KV cache manager):
   ⌈min(W − 1 + max_num_batched_tokens, max_model_len) ÷ block_size⌉ + 1, a chunked group
   ⌈min(C + max_num_batched_tokens, max_model_len) ÷ block_size⌉; the printed token count is
   blocks ÷ groups × block_size, and maximum concurrency = blocks ÷ Σ blocks per request.
-- Fixed per-request state (Mamba, cross-attention) is charged whole to every request.
+- Fixed-state layers (Mamba, Gated DeltaNet, KDA, lightning attention, short convolutions:
+  kinds with `paged_state`) are pages of the same pool (`MambaSpec`). Beside attention, the
+  attention block size is enlarged to a × ⌈state page ÷ (a × attention bytes per token)⌉
+  (a = 16, the FlashAttention/FlashInfer kernel block; 64 for latent attention, MLA
+  backends' kernel block) unless the launch asks for more, and the state page is padded to
+  the attention page (`HybridAttentionMambaModelConfig.verify_and_update_config`,
+  vllm/model_executor/models/config.py; not modelled: its alignment of 32 for head size 256
+  with FlashInfer on Blackwell, and prefix caching's other block rules — vLLM 0.19 leaves
+  prefix caching off for these models). The layers are then grouped as above, a state
+  group needing one block per request (`MambaSpec.max_memory_usage_bytes`); the printed
+  tokens divide by every group, state groups included, times the smaller of the attention
+  block and the state block (max_model_len) (`_report_kv_cache_config`,
+  vllm/v1/core/kv_cache_utils.py). Without attention (Mamba alone) one block is one state
+  page of every layer, one block per request, of max_model_len tokens.
+- Other fixed per-request state (cross-attention) is charged whole to every request.
 """
 
 from __future__ import annotations
@@ -42,7 +56,10 @@ class BlockPool(PoolLayout):
     need: int  # blocks one request at max_model_len needs
     per_token: int
     fixed: int  # bytes of fixed per-request state
-    block_size: int
+    block_size: int  # tokens of the printed count's block (the smallest group's)
+    attention_block: int | None = None  # the attention block size, when enlarged for state
+    layer_page: int = 0  # bytes of one layer's page, when fixed state is paged
+    state_page: int = 0  # bytes of one layer's fixed state before padding
     # what `capacity` needs to find the longest context that fits, when one does not
     layers: tuple[KvLayer, ...] = ()
     max_model_len: int = 0
@@ -70,7 +87,49 @@ class BlockPool(PoolLayout):
         return KvCapacity(blocks=blocks, tokens=tokens, max_concurrency=concurrency,
                           bytes_per_token=self.per_token, groups=self.groups,
                           request_blocks=self.need, page_bytes=self.page,
-                          fixed_bytes_per_request=self.fixed, longest_context=longest)
+                          fixed_bytes_per_request=self.fixed, longest_context=longest,
+                          block_size=self.attention_block, layer_page_bytes=self.layer_page,
+                          state_page_bytes=self.state_page)
+
+
+def _pages_state(layer: KvLayer) -> bool:
+    return (not layer.bytes_per_token and layer.fixed_bytes > 0
+            and kinds.get(layer.kind).paged_state)
+
+
+# Kernel block sizes the attention block is aligned to when enlarged for fixed state
+# (`HybridAttentionMambaModelConfig`: FlashAttention/FlashInfer 16, MLA backends 64).
+ALIGN_ATTENTION = 16
+ALIGN_LATENT = 64
+
+
+def _with_state(
+    layers: Sequence[KvLayer], states: Sequence[KvLayer], *, block_size: int,
+    max_model_len: int, max_num_batched_tokens: int,
+) -> BlockPool:
+    """The pool of a device holding paged fixed state (see module rules)."""
+    paged = [layer for layer in layers if layer.bytes_per_token]
+    fixed = sum(layer.fixed_bytes for layer in layers if not _pages_state(layer))
+    state = max(layer.fixed_bytes for layer in states)
+    if paged:
+        per_token = max(layer.bytes_per_token for layer in paged)
+        align = ALIGN_ATTENTION if all(layer.split_kv for layer in paged) else ALIGN_LATENT
+        block = max(block_size, align * _cdiv(state, align * per_token))
+        layer_page, smallest = block * per_token, min(block, max_model_len)
+    else:
+        block, layer_page, smallest = max_model_len, state, max_model_len
+    counts = Counter((layer.kind, layer.window) for layer in [*paged, *states])
+    g = min(counts.values()) if len(counts) > 1 else sum(counts.values())
+    groups = need = 0
+    for (kind, window), count in counts.items():
+        n = _cdiv(count, g)
+        groups += n
+        need += n * _request_blocks(kind, window, block, max_model_len, max_num_batched_tokens)
+    return BlockPool(page=layer_page * g, groups=groups, need=need,
+                     per_token=sum(layer.bytes_per_token for layer in paged), fixed=fixed,
+                     block_size=smallest, attention_block=block if paged else None,
+                     layer_page=layer_page, state_page=state, layers=tuple(layers),
+                     max_model_len=max_model_len, batched=max_num_batched_tokens)
 
 
 def pool_layout(
@@ -78,6 +137,10 @@ def pool_layout(
     max_num_batched_tokens: int,
 ) -> BlockPool:
     """Page size, groups and per-request blocks of a device's layers."""
+    states = [layer for layer in layers if _pages_state(layer)]
+    if states:
+        return _with_state(layers, states, block_size=block_size, max_model_len=max_model_len,
+                           max_num_batched_tokens=max_num_batched_tokens)
     paged = [layer for layer in layers if layer.bytes_per_token]
     fixed = sum(layer.fixed_bytes for layer in layers)
     per_token = sum(layer.bytes_per_token for layer in paged)

@@ -63,6 +63,10 @@ class VllmV1(ServingEngine):
          "vllm/engine/arg_utils.py EngineArgs._set_default_args"),
         ("blocks per hybrid group, per-request blocks of sliding and chunked groups",
          "vllm/v1/core/kv_cache_utils.py; vllm/v1/kv_cache_interface.py"),
+        ("Mamba / linear-attention state paged with attention: the attention block enlarged "
+         "until its page holds a state page, the state page padded to it, one page per "
+         "request", "vllm/model_executor/models/config.py HybridAttentionMambaModelConfig; "
+         "vllm/v1/kv_cache_interface.py MambaSpec"),
         ("smallest block count over workers", "vllm/v1/core/kv_cache_utils.py "
          "get_kv_cache_configs"),
         ("vocabulary padded to 64 rows", "vllm/model_executor/layers/vocab_parallel_embedding.py "
@@ -199,8 +203,19 @@ class VllmV1(ServingEngine):
 
     def startup_lines(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> list[str]:
-        """vLLM's own lines (`_report_kv_cache_config`, vllm/v1/core/kv_cache_utils.py)."""
-        return [
+        """vLLM's own lines: the attention block enlarged for fixed state and the state
+        page's padding (`HybridAttentionMambaModelConfig`, vllm/model_executor/models/
+        config.py), then the pool (`_report_kv_cache_config`, vllm/v1/core/kv_cache_utils.py)."""
+        lines = []
+        if capacity.block_size and capacity.block_size != settings.block_size:
+            lines.append(f"Setting attention block size to {capacity.block_size} tokens to "
+                         "ensure that attention page size is >= mamba page size.")
+        state, page = capacity.state_page_bytes, capacity.layer_page_bytes
+        if state and page > state:
+            lines.append(f"Padding mamba page size by {100 * (page - state) / state:.2f}% to "
+                         "ensure that mamba page size and attention page size are exactly "
+                         "equal.")
+        return lines + [
             f"Available KV cache memory: {max(0, pool_bytes) / GIB:.2f} GiB",
             f"GPU KV cache size: {capacity.tokens:,} tokens",
             f"Maximum concurrency for {settings.max_model_len:,} tokens per request: "

@@ -32,24 +32,33 @@ TEXT_MODELS: dict[str, Row] = {
     "deepseek_v2": ("deepseek", "deepseek_v2", ("DeepseekV2ForCausalLM",)),
     "deepseek_v3": ("deepseek", "deepseek_v3", ("DeepseekV3ForCausalLM",)),
     "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
+    "falcon_h1": ("falcon_h1", "falcon_h1", ("FalconH1ForCausalLM",)),
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
+    "granitemoehybrid": ("granite_hybrid", "granitemoehybrid", ("GraniteMoeHybridForCausalLM",)),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
+    "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
+    "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
     "llama": ("llama", "llama", ("LlamaForCausalLM",)),
     "mamba": ("mamba", "mamba", ("MambaForCausalLM",)),
     "mamba2": ("mamba", "mamba2", ("Mamba2ForCausalLM",)),
+    "minimax": ("minimax_lightning", "minimax", ("MiniMaxForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
+    "nemotron_h": ("nemotron_h", "nemotron_h", ("NemotronHForCausalLM",)),
     "olmoe": ("olmo", "olmoe", ("OlmoeForCausalLM",)),
     "phi": ("phi", "phi", ("PhiForCausalLM",)),
     "phi3": ("phi", "phi3", ("Phi3ForCausalLM",)),
     "qwen2": ("qwen", "qwen2", ("Qwen2ForCausalLM",)),
     "qwen2_moe": ("qwen", "qwen2_moe", ("Qwen2MoeForCausalLM",)),
     "qwen3": ("qwen", "qwen3", ("Qwen3ForCausalLM",)),
+    "qwen3_5_moe_text": ("qwen_next", "qwen3_5_moe_text", ("Qwen3_5MoeForCausalLM",)),
+    "qwen3_5_text": ("qwen_next", "qwen3_5_text", ("Qwen3_5ForCausalLM",)),
     "qwen3_moe": ("qwen", "qwen3_moe", ("Qwen3MoeForCausalLM",)),
+    "qwen3_next": ("qwen_next", "qwen3_next", ("Qwen3NextForCausalLM",)),
 }
 
 # Encoder-only and encoder-decoder models.
@@ -79,6 +88,8 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "mllama": ("mllama", "mllama", ("MllamaForConditionalGeneration",)),
     "qwen2_5_vl": ("qwen_vl", "qwen2_5_vl", ("Qwen2_5_VLForConditionalGeneration",)),
     "qwen2_vl": ("qwen_vl", "qwen2_vl", ("Qwen2VLForConditionalGeneration",)),
+    "qwen3_5": ("qwen_next", "qwen3_5", ("Qwen3_5ForConditionalGeneration",)),
+    "qwen3_5_moe": ("qwen_next", "qwen3_5_moe", ("Qwen3_5MoeForConditionalGeneration",)),
 }
 
 MODELS: Mapping[str, Row] = {**TEXT_MODELS, **ENCODER_MODELS, **MULTIMODAL_MODELS}
