@@ -43,6 +43,8 @@ class StateLayer(BaseModel):
     encoder_tokens: NonNegativeInt = 0
     state_elements: NonNegativeInt = 0
     dtype: str | None = None  # overrides the request's KV dtype (SSM state is often fp32)
+    index_dim: NonNegativeInt = 0  # a sparse-attention indexer's key per token (or entry)
+    ratio: PositiveInt | None = None  # source tokens per compressed entry (DeepSeek-V4)
 
     def elements_per_token(self) -> int:
         """Elements one token adds to one layer of this kind (0 for fixed-size kinds)."""
@@ -157,6 +159,11 @@ class Kind:
         return self.state + (f" ({window:,})" if window else "")
 
     # --- a paged cache (vLLM's allocator) --------------------------------------------------
+
+    def page_group(self, window: int | None) -> tuple[str, int | None]:
+        """The key layers share a block table under: kinds that page alike (same tokens held
+        per request) return the same key and are paged as one kind."""
+        return (self.name, window)
 
     def request_blocks(
         self, window: int | None, block_size: int, max_model_len: int, batched: int
