@@ -25,17 +25,22 @@ SUPPORTED = [
     "bert",
     "deepseek_v2",
     "deepseek_v3",
+    "deepseek_v32",
+    "deepseek_v4",
     "falcon",
     "gemma",
     "gemma2",
     "gemma3",
     "gemma3_text",
+    "glm_moe_dsa",
     "gpt_oss",
     "granite",
     "jamba",
+    "kimi_k25",
     "llama",
     "llama4",
     "llava",
+    "longcat_flash",
     "mamba",
     "mamba2",
     "mistral",
@@ -93,6 +98,8 @@ def _counted_types() -> set[str]:
     types |= set(more["minimal"])
     encoders = _load("more-configs/oracle-totals-encoders.json")["totals"]
     types |= {_load(f"more-configs/{name}")["model_type"] for name in encoders}
+    year = json.loads((DATA / "oracle-2026.json").read_text())
+    types |= {e["model_type"] for e in year if "total_params" in e}
     return types
 
 

@@ -43,13 +43,16 @@ def _moe(c: HFConfig, notes: list[str]) -> MoE | None:
                      "per token (DeepSeek-V2's routing)")
     shared = present_or_default(c, "n_shared_experts", minimum=0) or 0
     expert_size = c.integer("moe_intermediate_size")
+    first = present_or_default(c, "first_k_dense_replace", minimum=0) or 0
     kinds = c.str_list("mlp_layer_types")
     layers = None
     if kinds is not None:
         if set(kinds) - {"dense", "sparse"}:
             raise InputError(f"{c.label}: mlp_layer_types",
                              f"entries must be 'dense' or 'sparse', got {sorted(set(kinds))}")
-        layers = [i for i, kind in enumerate(kinds) if kind == "sparse"]
+        first = next((i for i, kind in enumerate(kinds) if kind == "sparse"), len(kinds))
+        if "dense" in kinds[first:]:  # not the leading-dense rule: list the MoE layers
+            layers = [i for i, kind in enumerate(kinds) if kind == "sparse"]
     return MoE(
         experts=routed,
         top_k=top_k,
@@ -57,7 +60,7 @@ def _moe(c: HFConfig, notes: list[str]) -> MoE | None:
         shared_experts=shared,
         shared_intermediate_size=expert_size if shared else 0,
         layers=layers,
-        first_dense=present_or_default(c, "first_k_dense_replace", minimum=0) or 0,
+        first_dense=first,
         # Neither class has moe_layer_freq any more; old files set it, 1 (every layer) if not.
         every=c.integer("moe_layer_freq", 1),
     )
@@ -103,21 +106,21 @@ def _mla(c: HFConfig) -> MLA:
 def _stack(c: HFConfig, notes: list[str], **fields: object) -> Stack:
     heads = c.integer("num_attention_heads")
     mla = _mla(c)
-    values: dict[str, object] = dict(
-        layers=c.integer("num_hidden_layers"),
-        hidden_size=c.integer("hidden_size"),
-        heads=heads,
-        kv_heads=heads,
-        head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim,
-        v_head_dim=mla.v_head_dim,
-        intermediate_size=c.integer("intermediate_size"),
-        vocab_size=c.integer("vocab_size"),
-        tied_embeddings=c.flag("tie_word_embeddings"),
-        qkv_bias=c.flag("attention_bias"),
-        o_bias=c.flag("attention_bias"),
-        mla=mla,
-        moe=_moe(c, notes),
-    )
+    values: dict[str, object] = {
+        "layers": c.integer("num_hidden_layers"),
+        "hidden_size": c.integer("hidden_size"),
+        "heads": heads,
+        "kv_heads": heads,
+        "head_dim": mla.qk_nope_head_dim + mla.qk_rope_head_dim,
+        "v_head_dim": mla.v_head_dim,
+        "intermediate_size": c.integer("intermediate_size"),
+        "vocab_size": c.integer("vocab_size"),
+        "tied_embeddings": c.flag("tie_word_embeddings"),
+        "qkv_bias": c.flag("attention_bias"),
+        "o_bias": c.flag("attention_bias"),
+        "mla": mla,
+        "moe": _moe(c, notes),
+    }
     values.update(fields)
     return Stack.model_validate(values)
 

@@ -10,8 +10,12 @@ from typing import Any
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import decoder_model, extra, present_or_default, \
-    rope_cache_positions
+from llm_inventory.spec.hf.common import (
+    decoder_model,
+    extra,
+    present_or_default,
+    rope_cache_positions,
+)
 from llm_inventory.spec.model import Compression, Indexer, ModelSpec, MoE, Stack
 
 _TYPES = {"sliding_attention": "swa_kv", "compressed_sparse_attention": "csa",
