@@ -81,8 +81,8 @@ def mtp_block(c: HFConfig, hidden: int, vocab: int, *, copies: bool) -> MTP | No
     m = Component.MTP
     extra = [ExtraTensor(name="enorm.weight", shape=[hidden], component=m),
              ExtraTensor(name="hnorm.weight", shape=[hidden], component=m),
-             ExtraTensor(name="eh_proj.weight", shape=[hidden, 2 * hidden], component=m,
-                         linear=True),
+             # Kept unquantized in the FP8 checkpoints (DeepSeek-V3's and GLM-5.2's are bf16).
+             ExtraTensor(name="eh_proj.weight", shape=[hidden, 2 * hidden], component=m),
              ExtraTensor(name="shared_head.norm.weight", shape=[hidden], component=m)]
     if copies:
         extra += [ExtraTensor(name="embed_tokens.weight", shape=[vocab, hidden], component=m,

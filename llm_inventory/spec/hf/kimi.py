@@ -65,5 +65,9 @@ def kimi_k25(c: HFConfig) -> ModelSpec:
     media = Media(image_size=side, patch_size=patch, spatial_merge_size=int(kernel[0]))
     encoder = Encoder(kind="vision", stack=tower, media=media, projector=projector)
     tied = c.flag("tie_word_embeddings")
-    return vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), encoder, text,
+    spec = vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), encoder, text,
                      notes=language.notes)
+    if spec.quantization is None and language.quantization is not None:
+        # Kimi-K2.5 keeps its quantization_config (INT4 experts) in text_config.
+        spec = spec.model_copy(update={"quantization": language.quantization})
+    return spec
