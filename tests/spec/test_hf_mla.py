@@ -225,3 +225,18 @@ def test_longcat_active_is_a_range_with_an_even_spread_expectation() -> None:
     assert p.active_expected == p.active_min + 8 * 37_748_736 * 28
     assert round((p.active_expected - p.input_embedding) / 1e9) == 27
     assert p.active_min < p.active_expected < p.active_max
+
+
+def test_deepseek_v4_mtp_is_a_sliding_layer_with_its_own_hyper_head() -> None:
+    """DeepSeek's `MTPBlock`: a full V4 layer whose attention follows the extra entry of
+    `compress_ratios` (0: sliding-only, no compressor or indexer), e_proj and h_proj, three
+    norms and its hyper-head; embedding and head are shared, so no copies."""
+    spec = _spec(_by_file("DeepSeek-V4-Flash.json"))
+    assert spec.decoder is not None and spec.decoder.mtp is not None
+    assert spec.decoder.mtp.kind == "swa_kv"
+    names = {g.name for g in mtp_tensors(spec)}
+    assert "model.layers.{i}.e_proj.weight" in names and "model.layers.{i}.hc_head_fn" in names
+    assert not any("compressor" in n or "embed_tokens" in n for n in names)
+    p = count_parameters(spec)
+    layer = 6_576_416_374  # one sliding layer: attention, MoE, norms, both mHC blocks
+    assert p.mtp_parameters == layer + 2 * 4096 * 4096 + 3 * 4096 + 4 * 16384 + 4 + 1

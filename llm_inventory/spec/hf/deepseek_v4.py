@@ -16,7 +16,16 @@ from llm_inventory.spec.hf.common import (
     present_or_default,
     rope_cache_positions,
 )
-from llm_inventory.spec.model import Compression, Indexer, ModelSpec, MoE, Stack
+from llm_inventory.spec.model import (
+    MTP,
+    Component,
+    Compression,
+    ExtraTensor,
+    Indexer,
+    ModelSpec,
+    MoE,
+    Stack,
+)
 
 _TYPES = {"sliding_attention": "swa_kv", "compressed_sparse_attention": "csa",
           "heavily_compressed_attention": "hca"}
@@ -75,6 +84,31 @@ def _hyper(hidden: int, mult: int, layers: int) -> list[Any]:
     return out
 
 
+def _mtp(c: HFConfig, hidden: int, mult: int, kind: str) -> MTP | None:
+    """DeepSeek-V4's multi-token-prediction layers (DeepSeek's `inference/model.py`
+    `MTPBlock`; transformers builds none): a full V4 layer of `kind` (its attention, MoE and
+    both hyper-connections), `e_proj` and `h_proj` (hidden → hidden each), `enorm`, `hnorm`,
+    the head's `norm`, and its own hyper-head collapse; the embedding and the output head are
+    the main model's."""
+    count = present_or_default(c, "num_nextn_predict_layers", minimum=0)
+    if not count:
+        return None
+    rows, m = (2 + mult) * mult, Component.MTP
+
+    def t(name: str, shape: list[int], linear: bool = False) -> ExtraTensor:
+        return ExtraTensor(name=name, shape=shape, component=m, linear=linear)
+
+    extra = [t(f"{block}.{part}", shape) for block in ("attn_hc", "ffn_hc")
+             for part, shape in (("fn", [rows, mult * hidden]), ("base", [rows]),
+                                 ("scale", [3]))]
+    extra += [t("e_proj.weight", [hidden, hidden], True),
+              t("h_proj.weight", [hidden, hidden], True), t("enorm.weight", [hidden]),
+              t("hnorm.weight", [hidden]), t("norm.weight", [hidden]),
+              t("hc_head_fn", [mult, mult * hidden]), t("hc_head_base", [mult]),
+              t("hc_head_scale", [1])]
+    return MTP(layers=count, kind=kind, extra=extra)
+
+
 def deepseek_v4(c: HFConfig) -> ModelSpec:
     """DeepSeek-V4: one K = V head of head_dim, rotary on its last `qk_rope_head_dim`
     (partial_rotary_factor × head_dim), grouped low-rank output, per-head sinks; the shared
@@ -116,4 +150,16 @@ def deepseek_v4(c: HFConfig) -> ModelSpec:
                 shared_intermediate_size=expert),
         extra=_hyper(hidden, c.integer("hc_mult"), layers),
     )
+    # The MTP layer's attention kind: the legacy compress_ratios list has its entry last.
+    ratios = c.int_list("compress_ratios")
+    kind = stack.kind_of(layers - 1)
+    if c.str_list("layer_types") is None and ratios is not None and len(ratios) > layers:
+        kind = {0: "swa_kv", csa: "csa", hca: "hca"}.get(ratios[layers], kind)
+    mtp = _mtp(c, hidden, c.integer("hc_mult"), kind)
+    if mtp is not None:
+        stack = stack.model_copy(update={"mtp": mtp})
+        notes.append(f"the checkpoint also holds {mtp.layers} multi-token-prediction "
+                     f"layer(s) ({kind} attention, sharing the main model's embedding and "
+                     "head); transformers does not build them, so the total leaves them out; "
+                     "total_with_mtp is what the checkpoint holds")
     return decoder_model(c, stack, notes=notes)
