@@ -47,6 +47,19 @@ class ParameterCount(BaseModel):
     # convention); `total_with_mtp` is what the checkpoint holds (model cards quote either).
     mtp_parameters: int = 0
     total_with_mtp: int | None = None
+    # Zero-computation experts (LongCat-Flash): a token's top_k picks may land on identity
+    # experts, so active parameters are a range. `active` is its maximum (every pick a real
+    # expert); the minimum has every pick a zero expert; `active_expected` assumes the router
+    # spreads picks evenly over all experts, zero ones included (an estimate: the real share
+    # follows the router's learned load).
+    active_min: int | None = None
+    active_max: int | None = None
+    active_expected: int | None = None
+    # Rows transformers allocates for the zero experts (LongcatFlashExperts' gate_up_proj):
+    # held by no checkpoint, loaded by no engine, so not in `total`; `transformers_total` is
+    # what transformers counts with them.
+    phantom_parameters: int = 0
+    transformers_total: int | None = None
 
 
 def _active_elements(group: TensorGroup, top_k: int | None) -> int:
@@ -96,7 +109,9 @@ def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCoun
         sum(g.elements // g.experts for g in expert_groups if g.layers[:1] == (
             expert_groups[0].layers[0],)) if expert_groups else None
     )
+    ranges = _zero_expert_ranges(spec, active, per_expert, moe_layers)
     return ParameterCount(
+        **ranges,
         total=total,
         active=active,
         input_embedding=embed,
@@ -114,7 +129,28 @@ def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCoun
         derived=[],
         mtp_parameters=mtp,
         total_with_mtp=total + mtp if mtp else None,
+        transformers_total=total + ranges["phantom_parameters"]
+        if ranges.get("phantom_parameters") else None,
     )
+
+
+def _zero_expert_ranges(spec: ModelSpec, active: int, per_expert: int | None,
+                        moe_layers: int) -> dict[str, int]:
+    """Active range and phantom rows of a MoE with zero-computation experts (see
+    ParameterCount); empty for every other model."""
+    moe = spec.decoder.moe if spec.decoder else None
+    if moe is None or not moe.zero_experts or not per_expert:
+        return {}
+    routed = moe.top_k * per_expert * moe_layers
+    low = active - routed
+    real_share = moe.top_k * moe.experts / (moe.experts + moe.zero_experts)
+    out = {"active_min": low, "active_max": active,
+           "active_expected": low + round(real_share * per_expert * moe_layers)}
+    if moe.reference_zero_rows and spec.decoder is not None:
+        gate_up = (2 if moe.gated else 1) * moe.expert_intermediate_size
+        phantom = moe.zero_experts * gate_up * (spec.decoder.hidden_size or 0) * moe_layers
+        out |= {"phantom_parameters": phantom}
+    return out
 
 
 _ROLES = {"text_encoder": Component.TEXT_ENCODER, "denoiser": Component.DENOISER,

@@ -126,11 +126,8 @@ def size_state(request: StateRequest) -> StateResult:
         kind = kinds.get(layer.kind)
         dtype = layer_dtype(layer, kv_dtype)
         per_seq = kind.sequence_bytes(layer, request.tokens, dtype, request.block_size)
-        key = (
-            layer.kind, layer.window, layer.kv_heads, layer.k_head_dim, layer.v_head_dim,
-            layer.latent_dim, layer.encoder_tokens, layer.state_elements, dtype,
-            layer.conv_channels, layer.conv_window, layer.conv_groups, layer.conv_dtype,
-        )
+        # One row per distinct shape: every field but the run's position and length.
+        key = (tuple(layer.model_dump(exclude={"first", "count", "dtype"}).items()), dtype)
         per_token_layer = kind.bytes_per_token(layer, dtype)
         row = rows.get(key)
         count = layer.count + (row.layers if row else 0)

@@ -56,8 +56,9 @@ def _mlp(prefix: str, s: Stack, index: int) -> Iterator[Entry]:
     if moe is not None and moe.is_moe_layer(index):
         e, i = moe.experts, moe.expert_intermediate_size
         up = 2 * i if moe.gated else i
-        yield from linear(f"{prefix}.gate", e, hidden, Component.ROUTER, Shard.REPLICATED,
-                          moe.router_bias)
+        # The router scores the zero-computation experts too (LongCat-Flash).
+        yield from linear(f"{prefix}.gate", e + moe.zero_experts, hidden, Component.ROUTER,
+                          Shard.REPLICATED, moe.router_bias)
         ex = Component.EXPERTS
         width = moe.latent_size or hidden  # the experts' own width (Nemotron-3 latent MoE)
         yield f"{prefix}.experts.gate_up_proj", (e, up, width), ex, Shard.COLUMN, True, e
@@ -175,8 +176,10 @@ def mtp_tensors(spec: ModelSpec) -> list[TensorGroup]:
     moe = last.moe.model_copy(update={"layers": None, "first_dense": 0, "every": 1,
                                       "offset": 0, "dense_layers": []}) \
         if mtp.moe and last.moe is not None else None
+    # An MTP layer runs its own sparse-attention indexer even where the last decoder layer
+    # shares another's (GLM-5.2's layer 78 holds one).
     shaped = last.model_copy(update={"layer_types": [kind], "moe": moe, "overrides": [],
-                                     "mtp": None})
+                                     "mtp": None, "shares_indexer": False})
     groups: list[TensorGroup] = []
     by_entry: dict[Entry, list[int]] = {}
     for j in range(mtp.layers):

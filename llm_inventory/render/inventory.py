@@ -54,6 +54,23 @@ def _parameters(inv: Inventory, units: UnitSystem) -> list[Part]:
                f"expert per layer" if p.moe_layers and p.parameters_per_expert else "")
             + " — memory must hold the resident count; compute scales with the active one",
             style="dim"))
+    if p.active_max is not None and p.active_min is not None:
+        parts.append(Text(
+            f"active per token is a range (zero-computation experts): minimum "
+            f"{_count(p.active_min)} when every pick is a zero expert, expected "
+            f"{_count(p.active_expected or 0)} if picks spread evenly over all experts, "
+            f"maximum {_count(p.active_max)} (the active column)", style="dim"))
+    if p.phantom_parameters:
+        parts.append(Text(
+            f"transformers also allocates {_count(p.phantom_parameters)} for the zero "
+            f"experts' gate_up_proj rows (its total: {_count(p.transformers_total or 0)}); no "
+            "checkpoint holds them and no engine loads them", style="dim"))
+    if p.mtp_parameters:
+        parts.append(Text(
+            f"multi-token prediction: {_count(p.mtp_parameters)} more in the checkpoint, not "
+            f"in the total (transformers builds none); with them "
+            f"{_count(p.total_with_mtp or 0)}, loaded only for speculative decoding",
+            style="dim"))
     if p.derived:
         parts.append(Text(f"derived from given totals: {', '.join(p.derived)}", style="dim"))
     return parts

@@ -95,12 +95,41 @@ class MLA(_Spec):
     q_lora_rank: Pos | None = None  # None: queries come from one full projection
 
 
+class Indexer(_Spec):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5, DeepSeek-V4's
+    compressed layers): `heads` query heads of `head_dim` over the query latent, one key of
+    `head_dim` per token (or per compressed entry), and the `topk` entries each query keeps."""
+
+    heads: Pos
+    head_dim: Pos
+    topk: Pos
+
+
+class Compression(_Spec):
+    """DeepSeek-V4's attention: low-rank queries, one key-and-value head (K = V), a grouped
+    low-rank output projection, a sliding window on every layer, and older tokens compressed
+    `ratio` to one entry (CSA layers at `csa_ratio` with an indexer, HCA at `hca_ratio`)."""
+
+    q_lora_rank: Pos
+    o_groups: Pos
+    o_lora_rank: Pos
+    rope_dim: Pos
+    csa_ratio: Pos = 4
+    hca_ratio: Pos = 128
+
+
 class MoE(_Spec):
     """Mixture-of-experts MLP: which layers, how many experts, how big, what else."""
 
     experts: Pos
     top_k: Pos
     expert_intermediate_size: Pos
+    # Zero-computation (identity) experts the router may pick beside the real ones
+    # (LongCat-Flash): the router has experts + zero_experts rows, no weights behind them.
+    zero_experts: NonNeg = 0
+    # Rows transformers allocates in gate_up_proj for the zero experts (LongcatFlashExperts):
+    # never used, held by no checkpoint and loaded by no engine; counted apart.
+    reference_zero_rows: bool = False
     gated: bool = True  # the experts (and shared experts) have a gate projection
     expert_bias: bool = False  # per-expert biases on both projections (gpt-oss)
     router_bias: bool = False
@@ -129,7 +158,7 @@ class MoE(_Spec):
 
     @model_validator(mode="after")
     def _check(self) -> MoE:
-        if self.top_k > self.experts:
+        if self.top_k > self.experts + self.zero_experts:
             raise ValueError(f"top_k ({self.top_k}) exceeds the {self.experts} experts")
         if self.shared_experts and not self.shared_intermediate_size:
             raise ValueError("shared_experts needs shared_intermediate_size")
@@ -255,6 +284,7 @@ class LayerOverride(_Spec):
     rope: bool | None = None
     attn_output_gate: bool | None = None
     k_eq_v: bool | None = None
+    shares_indexer: bool | None = None
 
     @model_validator(mode="after")
     def _check(self) -> LayerOverride:
@@ -308,6 +338,11 @@ class Stack(_Spec):
     sliding_window: Pos | None = None
     chunk_size: Pos | None = None
     mla: MLA | None = None
+    indexer: Indexer | None = None
+    # The layer reuses the previous indexed layer's top-k (GLM IndexShare `indexer_types`
+    # "shared"): no indexer weights, no indexer keys of its own.
+    shares_indexer: bool = False
+    compression: Compression | None = None
     mtp: MTP | None = None
     moe: MoE | None = None
     ssm: SSM | None = None

@@ -52,6 +52,8 @@ class StateLayer(BaseModel):
     conv_groups: NonNegativeInt = 0
     group_channels: NonNegativeInt = 0
     conv_dtype: str | None = None
+    index_dim: NonNegativeInt = 0  # a sparse-attention indexer's key per token (or entry)
+    ratio: PositiveInt | None = None  # source tokens per compressed entry (DeepSeek-V4)
 
     def elements_per_token(self) -> int:
         """Elements one token adds to one layer of this kind (0 for fixed-size kinds)."""
@@ -170,6 +172,11 @@ class Kind:
         return self.state + (f" ({window:,})" if window else "")
 
     # --- a paged cache (vLLM's allocator) --------------------------------------------------
+
+    def page_group(self, window: int | None) -> tuple[str, int | None]:
+        """The key layers share a block table under: kinds that page alike (same tokens held
+        per request) return the same key and are paged as one kind."""
+        return (self.name, window)
 
     def request_blocks(
         self, window: int | None, block_size: int, max_model_len: int, batched: int

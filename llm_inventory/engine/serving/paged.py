@@ -42,6 +42,10 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _group(layer: KvLayer) -> tuple[str, int | None]:
+    return kinds.get(layer.kind).page_group(layer.window)
+
+
 def _request_blocks(kind: str, window: int | None, block: int, max_len: int,
                     batched: int) -> int:
     return kinds.get(kind).request_blocks(window, block, max_len, batched)
@@ -147,7 +151,12 @@ def pool_layout(
     if not paged:
         return BlockPool(page=0, groups=0, need=0, per_token=0, fixed=fixed,
                           block_size=block_size)
-    kinds = Counter((layer.kind, layer.window) for layer in paged)
+    # Layers whose kinds page alike share one group key (`Kind.page_group`); the first
+    # layer of each key stands for its kind and window.
+    first: dict[tuple[str, int | None], KvLayer] = {}
+    for layer in paged:
+        first.setdefault(_group(layer), layer)
+    kinds = Counter(_group(layer) for layer in paged)
     if len(kinds) == 1:
         page = block_size * per_token
         groups = 1
@@ -158,11 +167,11 @@ def pool_layout(
         widest = max(layer.bytes_per_token for layer in paged)
         page = block_size * widest * g
         groups = need = 0
-        for (kind, window), count in kinds.items():
+        for key, count in kinds.items():
             n = _cdiv(count, g)
             groups += n
-            need += n * _request_blocks(kind, window, block_size, max_model_len,
-                                        max_num_batched_tokens)
+            need += n * _request_blocks(first[key].kind, first[key].window, block_size,
+                                        max_model_len, max_num_batched_tokens)
     return BlockPool(page=page, groups=groups, need=need, per_token=per_token, fixed=fixed,
                       block_size=block_size, layers=tuple(layers),
                       max_model_len=max_model_len, batched=max_num_batched_tokens)

@@ -31,11 +31,14 @@ Row = tuple[str, str, tuple[str, ...]]
 TEXT_MODELS: dict[str, Row] = {
     "deepseek_v2": ("deepseek", "deepseek_v2", ("DeepseekV2ForCausalLM",)),
     "deepseek_v3": ("deepseek", "deepseek_v3", ("DeepseekV3ForCausalLM",)),
+    "deepseek_v32": ("deepseek", "deepseek_v32", ("DeepseekV32ForCausalLM",)),
+    "deepseek_v4": ("deepseek_v4", "deepseek_v4", ("DeepseekV4ForCausalLM",)),
     "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
     "falcon_h1": ("falcon_h1", "falcon_h1", ("FalconH1ForCausalLM",)),
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
+    "glm_moe_dsa": ("deepseek", "glm_moe_dsa", ("GlmMoeDsaForCausalLM",)),
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
     "granitemoehybrid": ("granite_hybrid", "granitemoehybrid", ("GraniteMoeHybridForCausalLM",)),
@@ -43,6 +46,7 @@ TEXT_MODELS: dict[str, Row] = {
     "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
     "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
     "llama": ("llama", "llama", ("LlamaForCausalLM",)),
+    "longcat_flash": ("longcat", "longcat_flash", ("LongcatFlashForCausalLM",)),
     "mamba": ("mamba", "mamba", ("MambaForCausalLM",)),
     "mamba2": ("mamba", "mamba2", ("Mamba2ForCausalLM",)),
     "minimax": ("minimax_lightning", "minimax", ("MiniMaxForCausalLM",)),
@@ -82,6 +86,7 @@ ENCODER_MODELS: dict[str, Row] = {
 # Composite (vision-language) models: a tower, a projector and a language model.
 MULTIMODAL_MODELS: dict[str, Row] = {
     "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
+    "kimi_k25": ("kimi", "kimi_k25", ("Kimi_K25ForConditionalGeneration",)),
     "llama4": ("llama4", "llama4", ("Llama4ForConditionalGeneration",)),
     "llava": ("llava", "llava", ("LlavaForConditionalGeneration",)),
     "mistral3": ("mistral3", "mistral3", ("Mistral3ForConditionalGeneration",)),
