@@ -29,13 +29,22 @@ Row = tuple[str, str, tuple[str, ...]]
 
 # Decoder-only language models: they can also be the language model of a composite config.
 TEXT_MODELS: dict[str, Row] = {
+    "apertus": ("apertus", "apertus", ("ApertusForCausalLM",)),
+    "bloom": ("bloom", "bloom", ("BloomForCausalLM",)),
+    "cohere": ("cohere", "cohere", ("CohereForCausalLM",)),
+    "cohere2": ("cohere", "cohere2", ("Cohere2ForCausalLM",)),
     "deepseek_v2": ("deepseek", "deepseek_v2", ("DeepseekV2ForCausalLM",)),
     "deepseek_v3": ("deepseek", "deepseek_v3", ("DeepseekV3ForCausalLM",)),
+    "exaone4": ("exaone", "exaone4", ("Exaone4ForCausalLM",)),
     "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
+    "gpt2": ("gpt2", "gpt2", ("GPT2LMHeadModel",)),
+    "gpt_bigcode": ("gpt2", "gpt_bigcode", ("GPTBigCodeForCausalLM",)),
+    "gpt_neox": ("gpt_neox", "gpt_neox", ("GPTNeoXForCausalLM",)),
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
+    "gptj": ("gpt_neox", "gptj", ("GPTJForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
     "llama": ("llama", "llama", ("LlamaForCausalLM",)),
@@ -43,13 +52,20 @@ TEXT_MODELS: dict[str, Row] = {
     "mamba2": ("mamba", "mamba2", ("Mamba2ForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
+    "nemotron-nas": ("nemotron_nas", "nemotron_nas", ()),
+    "olmo2": ("olmo", "olmo2", ("Olmo2ForCausalLM",)),
+    "olmo3": ("olmo", "olmo3", ("Olmo3ForCausalLM",)),
     "olmoe": ("olmo", "olmoe", ("OlmoeForCausalLM",)),
+    "opt": ("opt", "opt", ("OPTForCausalLM",)),
     "phi": ("phi", "phi", ("PhiForCausalLM",)),
     "phi3": ("phi", "phi3", ("Phi3ForCausalLM",)),
     "qwen2": ("qwen", "qwen2", ("Qwen2ForCausalLM",)),
     "qwen2_moe": ("qwen", "qwen2_moe", ("Qwen2MoeForCausalLM",)),
     "qwen3": ("qwen", "qwen3", ("Qwen3ForCausalLM",)),
     "qwen3_moe": ("qwen", "qwen3_moe", ("Qwen3MoeForCausalLM",)),
+    "seed_oss": ("seed_oss", "seed_oss", ("SeedOssForCausalLM",)),
+    "smollm3": ("smollm", "smollm3", ("SmolLM3ForCausalLM",)),
+    "starcoder2": ("starcoder2", "starcoder2", ("Starcoder2ForCausalLM",)),
 }
 
 # Encoder-only and encoder-decoder models.
@@ -58,10 +74,15 @@ ENCODER_MODELS: dict[str, Row] = {
         "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
         "BertForTokenClassification", "BertForQuestionAnswering", "BertForMultipleChoice",
         "BertForNextSentencePrediction", "BertForPreTraining")),
+    "modernbert": ("modernbert", "modernbert", (
+        "ModernBertModel", "ModernBertForMaskedLM", "ModernBertForSequenceClassification",
+        "ModernBertForTokenClassification", "ModernBertForQuestionAnswering",
+        "ModernBertForMultipleChoice")),
     "roberta": ("bert", "bert_like", (
         "RobertaModel", "RobertaForMaskedLM", "RobertaForSequenceClassification",
         "RobertaForTokenClassification", "RobertaForQuestionAnswering",
         "RobertaForMultipleChoice")),
+    "t5": ("t5", "t5", ("T5ForConditionalGeneration", "T5Model", "T5EncoderModel")),
     "whisper": ("whisper", "whisper", (
         "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification")),
     "xlm-roberta": ("bert", "bert_like", (
