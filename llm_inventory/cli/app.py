@@ -32,6 +32,31 @@ def _fail(message: str, code: ExitCode) -> None:
     sys.exit(int(code))
 
 
+def _watch_estimates(argv: list[str]) -> list[str]:
+    """Take `--strict` from anywhere before `--` (a root option also given after the
+    command) and set how an estimated model is met: one warning per model on stderr, or
+    under --strict bad input (exit 2)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    strict = "--strict" in argv[:end]
+    argv = [a for a in argv[:end] if a != "--strict"] + argv[end:]
+    from llm_inventory.spec import estimates
+
+    warned: set[str] = set()
+
+    def handle(spec: Any) -> None:
+        from llm_inventory.errors import InputError
+
+        if strict:
+            raise InputError("model", f"{spec.name}: {spec.estimated}; --strict refuses "
+                             "estimated figures")
+        if spec.estimated not in warned:
+            warned.add(spec.estimated)
+            sys.stderr.write(f"inventory: warning: {spec.name}: {spec.estimated}\n")
+
+    estimates.handler = handle
+    return argv
+
+
 class InventoryGroup(TyperGroup):
     """A Typer group whose `main` turns every error into one line and an exit code."""
 
@@ -48,6 +73,7 @@ class InventoryGroup(TyperGroup):
 
         argv = list(sys.argv[1:] if args is None else args)
         debug = "--debug" in argv or bool(os.environ.get("INVENTORY_DEBUG"))
+        argv = _watch_estimates(argv)
         try:
             result = super().main(
                 args=argv,
@@ -122,6 +148,11 @@ def root(
     ] = False,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks for unexpected errors.")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse (exit 2) a model whose figures are a "
+                           "generic estimate of an unmodelled architecture; also accepted "
+                           "after the command.")
     ] = False,
 ) -> None:
     """Capacity planner for LLM serving.

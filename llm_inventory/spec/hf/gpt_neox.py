@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import decoder_model
+from llm_inventory.spec.hf.common import decoder_model, present_or_default
 from llm_inventory.spec.model import ModelSpec, Stack
 
 
@@ -65,7 +65,8 @@ def gptj(c: HFConfig) -> ModelSpec:
         raise InputError(f"{c.label}: n_head",
                          f"n_embd ({hidden}) is not a multiple of {heads} heads")
     head_dim = hidden // heads
-    rotary = c.opt_integer("rotary_dim")
+    # An explicit null rotates the whole head (`GPTJAttention`: rotary_dim is not None).
+    rotary = present_or_default(c, "rotary_dim")
     if rotary is not None and rotary > head_dim:
         raise InputError(f"{c.label}: rotary_dim",
                          f"must be at most the head dimension ({head_dim}), got {rotary}")

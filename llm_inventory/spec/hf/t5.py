@@ -44,7 +44,7 @@ def _stack(c: HFConfig, layers: int, **fields: object) -> Stack:
         mlp="gated" if parts[0] == "gated" and len(parts) == 2 else "plain",
         rope=False,
         extra=[bias],
-        **fields,  # type: ignore[arg-type]
+        **fields,
     )
 
 
