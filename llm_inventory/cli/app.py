@@ -32,15 +32,16 @@ def _fail(message: str, code: ExitCode) -> None:
     sys.exit(int(code))
 
 
-def _watch_estimates(argv: list[str]) -> list[str]:
-    """Take `--strict` from anywhere before `--` (a root option also given after the
-    command) and set how an estimated model is met: one warning per model on stderr, or
-    under --strict bad input (exit 2)."""
+def _take_strict(argv: list[str]) -> tuple[list[str], bool]:
+    """`--strict` taken from anywhere before `--`: a root option also given after the
+    command."""
     end = argv.index("--") if "--" in argv else len(argv)
-    strict = "--strict" in argv[:end]
-    argv = [a for a in argv[:end] if a != "--strict"] + argv[end:]
-    from llm_inventory.spec import estimates
+    return [a for a in argv[:end] if a != "--strict"] + argv[end:], "--strict" in argv[:end]
 
+
+def _estimate_handler(strict: bool) -> Any:
+    """How a command meets an estimated model: one warning per model on stderr, or under
+    --strict bad input (exit 2)."""
     warned: set[str] = set()
 
     def handle(spec: Any) -> None:
@@ -53,8 +54,7 @@ def _watch_estimates(argv: list[str]) -> list[str]:
             warned.add(spec.estimated)
             sys.stderr.write(f"inventory: warning: {spec.name}: {spec.estimated}\n")
 
-    estimates.handler = handle
-    return argv
+    return handle
 
 
 class InventoryGroup(TyperGroup):
@@ -73,7 +73,7 @@ class InventoryGroup(TyperGroup):
 
         argv = list(sys.argv[1:] if args is None else args)
         debug = "--debug" in argv or bool(os.environ.get("INVENTORY_DEBUG"))
-        argv = _watch_estimates(argv)
+        argv, self.strict = _take_strict(argv)
         try:
             result = super().main(
                 args=argv,
@@ -106,6 +106,19 @@ class InventoryGroup(TyperGroup):
                 ExitCode.INTERNAL,
             )
         sys.exit(result if isinstance(result, int) else 0)
+
+    strict = False
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command with estimated models met as --strict says, and only while it
+        runs (library callers load models after it)."""
+        from llm_inventory.spec import estimates
+
+        estimates.handler = _estimate_handler(self.strict)
+        try:
+            return super().invoke(ctx)
+        finally:
+            estimates.handler = None
 
     def _flagged(self, exc: Any, argv: list[str]) -> str:
         """The error with its field spelled as the command's flag when one matches."""

@@ -19,7 +19,20 @@ from __future__ import annotations
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
 from llm_inventory.spec.hf.common import architecture, hf_model
-from llm_inventory.spec.model import Component, Encoder, ExtraTensor, Family, ModelSpec, Stack
+from llm_inventory.spec.model import (
+    Component,
+    Encoder,
+    ExtraTensor,
+    Family,
+    Media,
+    ModelSpec,
+    Stack,
+)
+
+# Encoder positions one request is sized at when the config gives no `n_positions` (older
+# T5 files do): the 512-token inputs T5 was pre-trained on. The cross-attention cache holds
+# K and V for each of them.
+_INPUT_TOKENS = 512
 
 
 def _stack(c: HFConfig, layers: int, **fields: object) -> Stack:
@@ -75,5 +88,10 @@ def t5(c: HFConfig) -> ModelSpec:
                      vocab_size=vocab, tied_embeddings=tied or not head, lm_head=head,
                      cross_attention=True, norms_per_layer=3)
     encoder = _stack(c, encoder_layers, lm_head=False)
+    inputs = c.integer("n_positions", _INPUT_TOKENS)
+    notes.append(f"cross-attention state is sized for a {inputs:,}-token encoder input "
+                 "(n_positions, else T5's pre-training length); relative positions set no "
+                 "hard limit")
     return hf_model(c, Family.ENCODER_DECODER, decoder=decoder,
-                    encoder=Encoder(kind="text", stack=encoder), notes=notes)
+                    encoder=Encoder(kind="text", stack=encoder,
+                                    media=Media(tokens_per_item=inputs)), notes=notes)
