@@ -233,3 +233,13 @@ def test_nemotron_block_errors_name_the_block() -> None:
         from_hf_config({**data, "block_configs": blocks}, "n")
     with pytest.raises(InputError, match="block_configs"):
         from_hf_config({**data, "block_configs": blocks[:10]}, "n")
+
+
+def test_vllm_caches_longrope_short_and_long_ranges() -> None:
+    """`Phi3LongRoPEScaledRotaryEmbedding` concatenates a cos/sin cache over the original
+    4,096 positions and one over all 131,072, each of the 96 rotary dims."""
+    from llm_inventory.engine.serving.vllm import ENGINE
+
+    spec = _spec("microsoft--Phi-4-mini-instruct.json")
+    assert ENGINE.rope_positions(spec) == [4_096, 131_072]
+    assert ENGINE.runtime_buffer_bytes(spec, "bf16") == (4_096 + 131_072) * 96 * 2
