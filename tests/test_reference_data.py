@@ -7,11 +7,14 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
 ORACLE = DATA / "oracle-2026.json"
-FOLDERS = ("configs-2026", "configs-2026-more", "transformers-defaults-2026")
+# Further reference sets of this year's architectures, one file per set (oracle-2026-*.json).
+ORACLES = sorted(DATA.glob("oracle-2026*.json"))
+FOLDERS = ("configs-2026", "configs-2026-more", "configs-2026-dense",
+           "transformers-defaults-2026")
 
 
 def entries() -> list[dict[str, object]]:
-    return list(json.loads(ORACLE.read_text()))
+    return [e for path in ORACLES for e in json.loads(path.read_text())]
 
 
 def config_path(name: str) -> Path:
@@ -72,3 +75,12 @@ def test_more_configs_are_indexed_with_their_source() -> None:
     assert listed == on_disk
     for e in index:
         assert e["repository"] and len(e["commit"]) == 40 and e["confidence"]
+
+
+def test_dense_configs_are_indexed_with_their_source() -> None:
+    folder = DATA / "configs-2026-dense"
+    index = json.loads((folder / "index.json").read_text())
+    assert {e["file"] for e in index} == {p.name for p in folder.glob("*.json")} - {
+        "index.json"}
+    for e in index:
+        assert e["source"] and e["config_kind"] and e["confidence"]

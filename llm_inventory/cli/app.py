@@ -32,6 +32,31 @@ def _fail(message: str, code: ExitCode) -> None:
     sys.exit(int(code))
 
 
+def _take_strict(argv: list[str]) -> tuple[list[str], bool]:
+    """`--strict` taken from anywhere before `--`: a root option also given after the
+    command."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    return [a for a in argv[:end] if a != "--strict"] + argv[end:], "--strict" in argv[:end]
+
+
+def _estimate_handler(strict: bool) -> Any:
+    """How a command meets an estimated model: one warning per model on stderr, or under
+    --strict bad input (exit 2)."""
+    warned: set[str] = set()
+
+    def handle(spec: Any) -> None:
+        from llm_inventory.errors import InputError
+
+        if strict:
+            raise InputError("model", f"{spec.name}: {spec.estimated}; --strict refuses "
+                             "estimated figures")
+        if spec.estimated not in warned:
+            warned.add(spec.estimated)
+            sys.stderr.write(f"inventory: warning: {spec.name}: {spec.estimated}\n")
+
+    return handle
+
+
 class InventoryGroup(TyperGroup):
     """A Typer group whose `main` turns every error into one line and an exit code."""
 
@@ -48,6 +73,7 @@ class InventoryGroup(TyperGroup):
 
         argv = list(sys.argv[1:] if args is None else args)
         debug = "--debug" in argv or bool(os.environ.get("INVENTORY_DEBUG"))
+        argv, self.strict = _take_strict(argv)
         try:
             result = super().main(
                 args=argv,
@@ -80,6 +106,19 @@ class InventoryGroup(TyperGroup):
                 ExitCode.INTERNAL,
             )
         sys.exit(result if isinstance(result, int) else 0)
+
+    strict = False
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command with estimated models met as --strict says, and only while it
+        runs (library callers load models after it)."""
+        from llm_inventory.spec import estimates
+
+        estimates.handler = _estimate_handler(self.strict)
+        try:
+            return super().invoke(ctx)
+        finally:
+            estimates.handler = None
 
     def _flagged(self, exc: Any, argv: list[str]) -> str:
         """The error with its field spelled as the command's flag when one matches."""
@@ -122,6 +161,11 @@ def root(
     ] = False,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks for unexpected errors.")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse (exit 2) a model whose figures are a "
+                           "generic estimate of an unmodelled architecture; also accepted "
+                           "after the command.")
     ] = False,
 ) -> None:
     """Capacity planner for LLM serving.

@@ -192,6 +192,8 @@ def kv(
         pp=pp,
     )
     result = size_state(request)
+    if model is not None:
+        result = result.model_copy(update={"exact": spec.exact, "estimated": spec.estimated})
 
     def table() -> list[Any]:
         from llm_inventory.render.state import state_tables

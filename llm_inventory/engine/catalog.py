@@ -57,6 +57,10 @@ class ModelEntry(BaseModel):
     layers: int | None = None
     max_context: int | None = None
     error: str | None = None  # why the preset cannot be built (an architecture not yet read)
+    # False when the model is a generic estimate of an unmodelled architecture; `estimated`
+    # then says what is estimated (and what a checkpoint's headers keep exact).
+    exact: bool = True
+    estimated: str | None = None
 
 
 class ModelCatalog(BaseModel):
@@ -121,7 +125,8 @@ def catalog_entry(
     if spec is None:
         return entry
     figures = model_figures(spec)
-    return entry.model_copy(update=figures.model_dump())
+    return entry.model_copy(update={**figures.model_dump(), "exact": spec.exact,
+                                    "estimated": spec.estimated})
 
 
 def model_detail(entry: ModelEntry, spec: ModelSpec) -> ModelDetail:

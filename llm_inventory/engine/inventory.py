@@ -131,6 +131,10 @@ class Inventory(BaseModel):
     timing: Timing | None = None  # roofline on one device, when a device is given
     weight_bytes_source: Literal["config", "checkpoint headers", "checkpoint index"] = "config"
     checkpoint: CheckpointComparison | None = None  # config against the files' headers
+    # False when the model is a generic estimate of an unmodelled architecture; `estimated`
+    # then says what is estimated (and what a checkpoint's headers keep exact).
+    exact: bool = True
+    estimated: str | None = None
 
 
 def _media(spec: ModelSpec, request: InventoryRequest) -> MediaGeometry | None:
@@ -373,6 +377,8 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
                       else "checkpoint index")
     return Inventory(
         model=spec.name,
+        exact=spec.exact,
+        estimated=spec.estimated,
         family=spec.family,
         source=spec.source,
         notes=spec.notes,

@@ -98,6 +98,10 @@ class StateResult(BaseModel):
     device_sum_bytes: int = Field(
         description="Every device's share added up: equals total_bytes unless state is replicated"
     )
+    # False when the model is a generic estimate of an unmodelled architecture; `estimated`
+    # then says what is estimated (and what a checkpoint's headers keep exact).
+    exact: bool = True
+    estimated: str | None = None
 
 
 def tokens_held(layer: StateLayer, tokens: int, block_size: int | None) -> int:

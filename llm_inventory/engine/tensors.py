@@ -121,9 +121,10 @@ def stack_tensors(
             layers=layers, linear=linear, experts=experts,
         ))
 
+    width = s.embedding_dim or hidden
     if s.vocab_size:
         rows = s.embedding_rows or s.vocab_size
-        add((f"{prefix}.embed_tokens.weight", (rows, hidden), Component.EMBEDDINGS,
+        add((f"{prefix}.embed_tokens.weight", (rows, width), Component.EMBEDDINGS,
              Shard.VOCAB, False, 0))
     if s.position_embeddings:
         add((f"{prefix}.embed_positions.weight", (s.position_embeddings, hidden),
@@ -150,7 +151,7 @@ def stack_tensors(
                              Shard.REPLICATED, True):
             add(entry)
     if s.vocab_size and s.lm_head and not s.tied_embeddings:
-        add(("lm_head.weight", (s.vocab_size, hidden), Component.LM_HEAD, Shard.VOCAB, False,
+        add(("lm_head.weight", (s.vocab_size, width), Component.LM_HEAD, Shard.VOCAB, False,
              0))
     if s.vocab_size and s.lm_head and s.lm_head_bias:
         add(("lm_head.bias", (s.vocab_size,), Component.LM_HEAD, Shard.VOCAB, False, 0))

@@ -342,5 +342,7 @@ def compare_table(
         table.add_row(label, *(cell if label in lists else Text(cell, no_wrap=True)
                                for cell in cells))
     title = [_compare_title(results, request)] if request is not None else []
+    estimates = [Text(f"{inv.model}: {inv.estimated}", style="bold") for inv in results
+                 if inv.estimated]
     warnings = [Diagnostic(f"{inv.model}: {w}") for inv in results for w in inv.warnings]
-    return [*title, table, *warnings]
+    return [*title, table, *estimates, *warnings]

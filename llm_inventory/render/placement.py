@@ -123,6 +123,8 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
         f"{format_bytes(result.usable_bytes, units)} usable per device, as "
         f"{_engine(result)} accounts for it")
     parts: list[RichTable | Text] = [head, weights_line]
+    if result.estimated:
+        parts.append(Text(result.estimated, style="bold"))
     parts += [Diagnostic(note) for note in result.notes]
     if result.widths:
         parts.append(widths)

@@ -53,7 +53,10 @@ def state_tables(result: StateResult, units: UnitSystem) -> list[Table | Text]:
             where += " (replicated)"
     row(f"per device ({where})", device.bytes)
 
-    parts: list[Table | Text] = [Text(title, style="bold"), summary]
+    parts: list[Table | Text] = [Text(title, style="bold")]
+    if result.estimated:
+        parts.append(Text(result.estimated, style="bold"))
+    parts.append(summary)
     if len(result.kinds) > 1:
         parts.append(Text("By layer kind", style="bold"))
         kinds = Table()

@@ -119,7 +119,15 @@ def _with_safetensors(spec: ModelSpec, path: Path) -> ModelSpec:
         metadata=metadata,
         notes=found.notes,
     )
-    return spec.model_copy(update={"checkpoint": facts})
+    update: dict[str, Any] = {"checkpoint": facts}
+    if not spec.exact and spec.estimated:
+        # The shapes are guessed, but the weights are what the files hold.
+        source = "safetensors headers" if facts.headers_read else "safetensors index"
+        estimated = (f"{spec.estimated}; its weights are exact: {facts.total_bytes:,} B read "
+                     f"from the checkpoint's {source}")
+        update.update(estimated=estimated, notes=[
+            estimated if note == spec.estimated else note for note in spec.notes])
+    return spec.model_copy(update=update)
 
 
 def _kept_headers(snapshot: Path, found: Any) -> Any:
@@ -165,7 +173,17 @@ def _from_hub_id(reference: str, repo: str, revision: str | None) -> ModelSpec:
 
 def load_model(reference: str) -> ModelSpec:
     """Load MODEL: a preset, a YAML model file, a config.json, a model or Hub cache folder,
-    or a GGUF file (any file of a split set)."""
+    or a GGUF file (any file of a split set). An estimated model is reported first
+    (`estimates.report`: a warning, or a refusal under --strict)."""
+    spec = _load_model(reference)
+    if not spec.exact:
+        from llm_inventory.spec import estimates
+
+        estimates.report(spec)
+    return spec
+
+
+def _load_model(reference: str) -> ModelSpec:
     if not reference.strip():
         raise InputError("model", "empty model name")
     path = Path(reference).expanduser()

@@ -327,6 +327,9 @@ class Stack(_Spec):
     final_norm: bool = True
     vocab_size: NonNeg = 0
     embedding_rows: NonNeg | None = None  # when the input table differs from vocab_size
+    # Width of the token table and the output head when it is not hidden_size (OPT-350m's
+    # word_embed_proj_dim: project_in / project_out, given as extra tensors, bridge the two).
+    embedding_dim: Pos | None = None
     tied_embeddings: bool = False
     lm_head: bool = True
     lm_head_bias: bool = False
@@ -614,6 +617,10 @@ class ModelSpec(_Spec):
     max_context: Pos | None = None  # max_position_embeddings, where known
     notes: list[str] = Field(default_factory=list)
     checkpoint: CheckpointFacts | None = None  # read from real files' headers, when given
+    # False: the shapes are a generic estimate (an architecture no importer models), and
+    # `estimated` says what is estimated; every result built from the model carries both.
+    exact: bool = True
+    estimated: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

@@ -63,8 +63,10 @@ def test_deepseek_notes_the_mtp_layer() -> None:
 @pytest.mark.parametrize(
     ("patch", "field"),
     [
-        # An unknown type whose class is known dispatches on the class (test_hf_registry.py).
-        ({"model_type": "nonesuch", "architectures": ["NonesuchForCausalLM"]}, "model_type"),
+        # An unknown type whose class is known dispatches on the class (test_hf_registry.py);
+        # with the standard keys it is estimated (test_hf_generic.py); without, refused.
+        ({"model_type": "nonesuch", "architectures": ["NonesuchForCausalLM"],
+          "intermediate_size": None}, "model_type"),
         ({"model_type": None}, "model_type"),
         ({"hidden_size": "big"}, "hidden_size"),
         ({"hidden_size": -4096}, "hidden_size"),

@@ -32,7 +32,8 @@ SNAPSHOTS = DATA / "spec-snapshots"
 # Classes that only appear nested in a composite config are not configs of their own.
 SUB_CONFIGS = DATA / "transformers-defaults" / "sub-configs"
 UPDATE = bool(os.environ.get("UPDATE_SPEC_SNAPSHOTS"))
-YEAR_2026 = {"configs-2026", "configs-2026-more", "transformers-defaults-2026"}
+YEAR_2026 = {"configs-2026", "configs-2026-more", "configs-2026-dense",
+             "transformers-defaults-2026"}
 # Base configs whose keys are perturbed one by one: each configuration class's own
 # defaults, and one real config of every model type those do not cover.
 PERTURBED = [
@@ -48,6 +49,13 @@ PERTURBED = [
     "configs/mistralai--Mistral-Small-3.1-24B-Instruct-2503.json",
     "engine-logs/configs/meta-llama--Llama-4-Scout-17B-16E-Instruct.json",
     "models/snowflake-arctic-embed-m.json",
+    # This year's dense types: their classes' defaults, and a real config where none exists.
+    *sorted(f"transformers-defaults-2026/{t}.json" for t in (
+        "apertus", "bloom", "cohere", "cohere2", "exaone4", "gpt_bigcode", "gpt_neox",
+        "gptj", "modernbert", "olmo2", "olmo3", "opt", "seed_oss", "smollm3", "starcoder2",
+        "t5")),
+    "configs-2026/Llama-3_3-Nemotron-Super-49B-v1.json",
+    "configs-2026-dense/transformers-defaults--gpt2.json",
     "more-configs/openai--whisper-base.json",
 ]
 

@@ -113,6 +113,8 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
     settings = facts.settings
     return PlacementResult(
         model=spec.name,
+        exact=spec.exact,
+        estimated=spec.estimated,
         device=request.device.id,
         device_memory_bytes=request.device.memory_bytes,
         count=request.count,

@@ -193,3 +193,7 @@ class PlacementResult(BaseModel):
     widths: list[WidthSummary]
     refused: list[RefusedSplit]
     plans: list[Plan]
+    # False when the model is a generic estimate of an unmodelled architecture; `estimated`
+    # then says what is estimated (and what a checkpoint's headers keep exact).
+    exact: bool = True
+    estimated: str | None = None

@@ -135,12 +135,17 @@ class VllmV1(ServingEngine):
     def rope_positions(self, spec: ModelSpec) -> list[int]:
         """Positions of each cos/sin cache `get_rope` precomputes: linear and dynamic-NTK
         scaling extend it to max_position_embeddings × factor, YaRN to the original
-        positions × factor; Llama 3, LongRoPE, mRoPE and plain RoPE keep the model's
-        positions; Gemma 3's sliding layers keep a second, unscaled cache."""
+        positions × factor; Llama 3, mRoPE and plain RoPE keep the model's positions;
+        LongRoPE keeps a short cache over original_max_position_embeddings beside the long
+        one (`Phi3LongRoPEScaledRotaryEmbedding`, vllm/model_executor/layers/rotary_embedding/
+        phi3_long_rope_scaled_rope.py: `long_short_cos_sin_cache`); Gemma 3's sliding layers
+        keep a second, unscaled cache."""
         stack, positions = spec.decoder, spec.max_context
         if stack is None or positions is None:
             return []
         rope, scaled = stack.rope_scaling, positions
+        if rope is not None and rope.type in ("longrope", "su") and rope.original_max_positions:
+            return [rope.original_max_positions, positions]
         if rope is not None and rope.factor is not None:
             if rope.type in ("linear", "dynamic"):
                 scaled = int(positions * rope.factor)

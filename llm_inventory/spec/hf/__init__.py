@@ -3,8 +3,10 @@
 Each supported `model_type` has a builder that reads the config the way transformers' own
 configuration and modelling code do and describes the model's tensors and state. The
 registry (`registry.py`) says which family module holds each builder; `from_hf_config`
-dispatches on `model_type`, else on `architectures[0]`, else on `text_config.model_type`.
-The configuration classes' defaults for absent keys are package data (`defaults.py`).
+dispatches on `model_type`, else on `architectures[0]`, else on `text_config.model_type`;
+a decoder config none of them reads but that carries the standard keys gets a generic,
+labelled estimate (`generic.py`, `exact: false`). The configuration classes' defaults for
+absent keys are package data (`defaults.py`).
 """
 
 from __future__ import annotations
@@ -155,16 +157,24 @@ def from_hf_config(data: dict[str, Any], label: str, name: str | None = None) ->
         raise InputError(f"{label}: model_type", "missing; this does not look like a "
                          "Hugging Face config.json")
     route = dispatch.route(data, label)
-    if route is None:
-        raise InputError(
-            f"{label}: model_type",
-            f"unsupported model_type {model_type!r}; supported: "
-            + ", ".join(supported_model_types()),
-        )
     from pydantic import ValidationError
 
     from llm_inventory.spec.errors import from_validation
 
+    if route is None:
+        from llm_inventory.spec.hf import generic
+
+        if generic.readable(data) is None:
+            raise InputError(
+                f"{label}: model_type",
+                f"unsupported model_type {model_type!r} (and no generic estimate: it lacks "
+                + ", ".join(generic.missing_keys(data)) + "); supported: "
+                + ", ".join(supported_model_types()),
+            )
+        try:
+            return generic.generic(data, label, name)
+        except ValidationError as exc:
+            raise from_validation(exc, label) from exc
     try:
         spec = dispatch.build(route, name)
     except ValidationError as exc:

@@ -8,7 +8,15 @@ from llm_inventory.spec.model import ModelSpec, Stack
 
 
 def phi3(c: HFConfig) -> ModelSpec:
+    """Phi-3/3.5/4-mini: a Llama layout, rotary on `partial_rotary_factor` of each head
+    (Phi-4-mini: 0.75), LongRoPE whose short factors cover the top-level
+    `original_max_position_embeddings` (`Phi3Config`; vLLM caches both ranges)."""
     fields = core(c)
+    rope = fields["rope_scaling"]
+    if rope is not None and rope.original_max_positions is None \
+            and c.has("original_max_position_embeddings"):
+        fields["rope_scaling"] = rope.model_copy(update={
+            "original_max_positions": c.integer("original_max_position_embeddings")})
     fields.update(all_sliding(c, c.opt_integer("sliding_window")))
     return decoder_model(c, Stack(**fields))
 

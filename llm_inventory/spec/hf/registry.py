@@ -29,17 +29,26 @@ Row = tuple[str, str, tuple[str, ...]]
 
 # Decoder-only language models: they can also be the language model of a composite config.
 TEXT_MODELS: dict[str, Row] = {
+    "apertus": ("apertus", "apertus", ("ApertusForCausalLM",)),
+    "bloom": ("bloom", "bloom", ("BloomForCausalLM",)),
+    "cohere": ("cohere", "cohere", ("CohereForCausalLM",)),
+    "cohere2": ("cohere", "cohere2", ("Cohere2ForCausalLM",)),
     "deepseek_v2": ("deepseek", "deepseek_v2", ("DeepseekV2ForCausalLM",)),
     "deepseek_v3": ("deepseek", "deepseek_v3", ("DeepseekV3ForCausalLM",)),
     "deepseek_v32": ("deepseek", "deepseek_v32", ("DeepseekV32ForCausalLM",)),
     "deepseek_v4": ("deepseek_v4", "deepseek_v4", ("DeepseekV4ForCausalLM",)),
+    "exaone4": ("exaone", "exaone4", ("Exaone4ForCausalLM",)),
     "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
     "falcon_h1": ("falcon_h1", "falcon_h1", ("FalconH1ForCausalLM",)),
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
     "glm_moe_dsa": ("deepseek", "glm_moe_dsa", ("GlmMoeDsaForCausalLM",)),
+    "gpt2": ("gpt2", "gpt2", ("GPT2LMHeadModel",)),
+    "gpt_bigcode": ("gpt2", "gpt_bigcode", ("GPTBigCodeForCausalLM",)),
+    "gpt_neox": ("gpt_neox", "gpt_neox", ("GPTNeoXForCausalLM",)),
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
+    "gptj": ("gpt_neox", "gptj", ("GPTJForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
     "granitemoehybrid": ("granite_hybrid", "granitemoehybrid", ("GraniteMoeHybridForCausalLM",)),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
@@ -53,7 +62,11 @@ TEXT_MODELS: dict[str, Row] = {
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
     "nemotron_h": ("nemotron_h", "nemotron_h", ("NemotronHForCausalLM",)),
+    "nemotron-nas": ("nemotron_nas", "nemotron_nas", ()),
+    "olmo2": ("olmo", "olmo2", ("Olmo2ForCausalLM",)),
+    "olmo3": ("olmo", "olmo3", ("Olmo3ForCausalLM",)),
     "olmoe": ("olmo", "olmoe", ("OlmoeForCausalLM",)),
+    "opt": ("opt", "opt", ("OPTForCausalLM",)),
     "phi": ("phi", "phi", ("PhiForCausalLM",)),
     "phi3": ("phi", "phi3", ("Phi3ForCausalLM",)),
     "qwen2": ("qwen", "qwen2", ("Qwen2ForCausalLM",)),
@@ -63,6 +76,9 @@ TEXT_MODELS: dict[str, Row] = {
     "qwen3_5_text": ("qwen_next", "qwen3_5_text", ("Qwen3_5ForCausalLM",)),
     "qwen3_moe": ("qwen", "qwen3_moe", ("Qwen3MoeForCausalLM",)),
     "qwen3_next": ("qwen_next", "qwen3_next", ("Qwen3NextForCausalLM",)),
+    "seed_oss": ("seed_oss", "seed_oss", ("SeedOssForCausalLM",)),
+    "smollm3": ("smollm", "smollm3", ("SmolLM3ForCausalLM",)),
+    "starcoder2": ("starcoder2", "starcoder2", ("Starcoder2ForCausalLM",)),
 }
 
 # Encoder-only and encoder-decoder models.
@@ -71,10 +87,15 @@ ENCODER_MODELS: dict[str, Row] = {
         "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
         "BertForTokenClassification", "BertForQuestionAnswering", "BertForMultipleChoice",
         "BertForNextSentencePrediction", "BertForPreTraining")),
+    "modernbert": ("modernbert", "modernbert", (
+        "ModernBertModel", "ModernBertForMaskedLM", "ModernBertForSequenceClassification",
+        "ModernBertForTokenClassification", "ModernBertForQuestionAnswering",
+        "ModernBertForMultipleChoice")),
     "roberta": ("bert", "bert_like", (
         "RobertaModel", "RobertaForMaskedLM", "RobertaForSequenceClassification",
         "RobertaForTokenClassification", "RobertaForQuestionAnswering",
         "RobertaForMultipleChoice")),
+    "t5": ("t5", "t5", ("T5ForConditionalGeneration", "T5Model", "T5EncoderModel")),
     "whisper": ("whisper", "whisper", (
         "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification")),
     "xlm-roberta": ("bert", "bert_like", (
