@@ -14,7 +14,7 @@ from llm_inventory.errors import InputError
 from llm_inventory.spec.model import Stack
 
 # Module names under this package, in the order tables list their kinds.
-BUILT_IN = ("full", "sliding", "chunked", "mla", "cross", "shared", "mamba", "mlp_only")
+BUILT_IN = ("full", "sliding", "chunked", "mla", "cross", "shared", "cla", "mamba", "mlp_only")
 
 _registry: dict[str, Kind] | None = None
 

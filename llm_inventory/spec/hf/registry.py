@@ -29,27 +29,41 @@ Row = tuple[str, str, tuple[str, ...]]
 
 # Decoder-only language models: they can also be the language model of a composite config.
 TEXT_MODELS: dict[str, Row] = {
+    "bailing_moe": ("bailing", "bailing_moe", ()),  # no transformers class
+    "dbrx": ("dbrx", "dbrx", ("DbrxForCausalLM",)),
     "deepseek_v2": ("deepseek", "deepseek_v2", ("DeepseekV2ForCausalLM",)),
     "deepseek_v3": ("deepseek", "deepseek_v3", ("DeepseekV3ForCausalLM",)),
+    "dots1": ("dots", "dots1", ("Dots1ForCausalLM",)),
+    "ernie4_5_moe": ("ernie", "ernie4_5_moe", ("Ernie4_5_MoeForCausalLM",)),
     "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
+    "glm4_moe": ("glm", "glm4_moe", ("Glm4MoeForCausalLM",)),
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
+    "granitemoe": ("granite", "granitemoe", ("GraniteMoeForCausalLM",)),
+    "hunyuan": ("hunyuan", "hunyuan", ()),  # no transformers class
+    "hunyuan_v1_moe": ("hunyuan", "hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",)),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
     "llama": ("llama", "llama", ("LlamaForCausalLM",)),
     "mamba": ("mamba", "mamba", ("MambaForCausalLM",)),
     "mamba2": ("mamba", "mamba2", ("Mamba2ForCausalLM",)),
+    "mimo": ("mimo", "mimo", ()),  # no transformers class
+    "mimo_v2_flash": ("mimo", "mimo_v2_flash", ("MiMoV2FlashForCausalLM",)),
+    "minimax_m2": ("minimax", "minimax_m2", ("MiniMaxM2ForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
     "olmoe": ("olmo", "olmoe", ("OlmoeForCausalLM",)),
     "phi": ("phi", "phi", ("PhiForCausalLM",)),
     "phi3": ("phi", "phi3", ("Phi3ForCausalLM",)),
+    "phimoe": ("phi", "phimoe", ("PhimoeForCausalLM",)),
     "qwen2": ("qwen", "qwen2", ("Qwen2ForCausalLM",)),
     "qwen2_moe": ("qwen", "qwen2_moe", ("Qwen2MoeForCausalLM",)),
     "qwen3": ("qwen", "qwen3", ("Qwen3ForCausalLM",)),
     "qwen3_moe": ("qwen", "qwen3_moe", ("Qwen3MoeForCausalLM",)),
+    # A Step3p7Config wraps a vision tower, but its hub files are flat text models.
+    "step3p7": ("step", "step3p7", ("Step3p7ForConditionalGeneration",)),
 }
 
 # Encoder-only and encoder-decoder models.
