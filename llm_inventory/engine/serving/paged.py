@@ -11,6 +11,12 @@ Rules (vLLM 0.19's KV cache manager):
   ⌈min(W − 1 + max_num_batched_tokens, max_model_len) ÷ block_size⌉ + 1, a chunked group
   ⌈min(C + max_num_batched_tokens, max_model_len) ÷ block_size⌉; the printed token count is
   blocks ÷ groups × block_size, and maximum concurrency = blocks ÷ Σ blocks per request.
+- Layers of one kind whose pages differ (MiMo-V2's sliding layers hold twice the KV heads of
+  its full ones) group apart. vLLM unifies the page size (`unify_kv_cache_spec_page_size`,
+  vllm/v1/core/kv_cache_utils.py): a smaller page that divides the largest grows its block
+  size by the ratio, so its group needs that many times fewer blocks; one that does not
+  divide it is padded to it. The printed token count uses the smallest block size
+  (`_report_kv_cache_config`: blocks ÷ groups × the smallest group block size).
 - Fixed per-request state (Mamba, cross-attention) is charged whole to every request.
 """
 
@@ -75,21 +81,24 @@ def pool_layout(
     if not paged:
         return BlockPool(page=0, groups=0, need=0, per_token=0, fixed=fixed,
                           block_size=block_size)
-    kinds = Counter((layer.kind, layer.window) for layer in paged)
-    if len(kinds) == 1:
+    if len({(layer.kind, layer.window) for layer in paged}) == 1:
+        # One type of layer, whatever each one's size: one group (vLLM's
+        # UniformTypeKVCacheSpecs), a block spanning every layer.
         page = block_size * per_token
         groups = 1
         need = _request_blocks(paged[0].kind, paged[0].window, block_size, max_model_len,
                                max_num_batched_tokens)
     else:
-        g = min(kinds.values())
+        specs = Counter((layer.kind, layer.window, layer.bytes_per_token) for layer in paged)
+        g = min(specs.values())
         widest = max(layer.bytes_per_token for layer in paged)
         page = block_size * widest * g
         groups = need = 0
-        for (kind, window), count in kinds.items():
+        for (kind, window, per_layer), count in specs.items():
             n = _cdiv(count, g)
+            scale = widest // per_layer if widest % per_layer == 0 else 1
             groups += n
-            need += n * _request_blocks(kind, window, block_size, max_model_len,
+            need += n * _request_blocks(kind, window, block_size * scale, max_model_len,
                                         max_num_batched_tokens)
     return BlockPool(page=page, groups=groups, need=need, per_token=per_token, fixed=fixed,
                       block_size=block_size)
