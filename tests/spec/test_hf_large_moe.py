@@ -137,6 +137,22 @@ def test_ernie_score_correction_bias_is_a_parameter() -> None:
     assert not [g for g in model_tensors(glm) if "correction" in g.name]
 
 
+def test_ernie_use_bias_biases_the_shared_mlp_but_not_the_experts() -> None:
+    """Ernie4_5_MoeConfig() with use_bias true: 21,825,975,488 parameters (transformers
+    5.24.0 on the meta device, tools/reference_counts.py on that variant of
+    transformers-defaults-2026/ernie4_5_moe.json)."""
+    data = {**_load("transformers-defaults-2026/ernie4_5_moe.json"), "use_bias": True}
+    assert count_parameters(from_hf_config(data, "ernie")).total == 21_825_975_488
+
+
+def test_minimax_m2_refuses_lightning_layers() -> None:
+    from llm_inventory.errors import InputError
+
+    data = {**_load("configs-2026/MiniMax-M2.5.json"), "attn_type_list": [0] + [1] * 61}
+    with pytest.raises(InputError, match="attn_type_list"):
+        from_hf_config(data, "config.json")
+
+
 def test_glm_dense_layers_come_first_and_mtp_is_counted_apart() -> None:
     """Glm4MoeConfig: first_k_dense_replace 1 (layer 0 dense), one MTP layer
     (num_nextn_predict_layers) transformers does not build: a MoE decoder layer plus enorm,

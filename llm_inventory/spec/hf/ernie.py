@@ -15,7 +15,7 @@ def ernie4_5_moe(c: HFConfig) -> ModelSpec:
     (`Ernie4_5_MoeTopKRouter`) has a weight and `moe_statics.e_score_correction_bias`, a
     parameter of one per expert; experts of `moe_intermediate_size`; shared experts one MLP of
     moe_num_shared_experts × moe_intermediate_size. `use_bias` biases every projection, the
-    head included."""
+    shared MLP and the head included, but not the experts (`Ernie4_5_MoeExperts`)."""
     layers = c.integer("num_hidden_layers")
     start = c.integer("moe_layer_start_index", minimum=0)
     end = c.integer("moe_layer_end_index", minimum=-1)
@@ -32,10 +32,17 @@ def ernie4_5_moe(c: HFConfig) -> ModelSpec:
         shared_intermediate_size=expert if shared else 0,
         layers=moe_layers,
     ) if moe_layers else None
+    bias = c.flag("use_bias")
     # The score-correction bias is a parameter here (a buffer in most other classes).
     statics = [extra("layers.{i}.mlp.gate.moe_statics.e_score_correction_bias",
                      [moe.experts], layers=moe_layers, component=Component.ROUTER)] if moe else []
-    bias = c.flag("use_bias")
+    if moe and shared and bias:
+        # The shared MLP is an Ernie4_5_MoeMLP, biased like the dense ones; the experts never.
+        width = shared * expert
+        statics += [extra(f"layers.{{i}}.mlp.shared_experts.{name}.bias", [size],
+                          layers=moe_layers, component=Component.SHARED_EXPERTS)
+                    for name, size in (("gate_proj", width), ("up_proj", width),
+                                       ("down_proj", c.integer("hidden_size")))]
     fields = core(c, qkv_bias=bias, o_bias=bias, mlp_bias=bias, lm_head_bias=bias, moe=moe,
                   extra=statics)
     return decoder_model(c, Stack(**fields))

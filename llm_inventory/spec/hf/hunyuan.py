@@ -76,9 +76,17 @@ def hunyuan(c: HFConfig) -> ModelSpec:
         moe = MoE(experts=experts, top_k=_uniform(c, "moe_topk"),
                   expert_intermediate_size=size, shared_experts=1 if shared else 0,
                   shared_intermediate_size=size * shared)
+    notes: list[str] = []
+    moe_size = c.raw("moe_intermediate_size")
+    sizes = set(moe_size if isinstance(moe_size, list) else [moe_size]) - {None}
+    if moe is not None and sizes and sizes != {size}:
+        notes.append(f"moe_intermediate_size {sorted(sizes)} differs from intermediate_size "
+                     f"{size}: the checkpoint's modelling code builds experts of "
+                     "intermediate_size, which these counts follow; vLLM's hunyuan_v1.py reads "
+                     "moe_intermediate_size")
     bias = c.flag("attention_bias")
     hidden, heads = c.integer("hidden_size"), c.integer("num_attention_heads")
     fields = core(c, head_dim=hidden // heads, qkv_bias=bias, o_bias=bias,
                   mlp_bias=False, qk_norm="head" if c.flag("use_qk_norm") else "none",
                   moe=moe, **_cla(c, layers))
-    return decoder_model(c, Stack(**fields))
+    return decoder_model(c, Stack(**fields), notes=notes)

@@ -4,6 +4,7 @@ behind a sigmoid router."""
 
 from __future__ import annotations
 
+from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
 from llm_inventory.spec.hf.common import core, decoder_model
 from llm_inventory.spec.model import ModelSpec, MoE, Stack
@@ -23,7 +24,13 @@ def minimax_m2(c: HFConfig) -> ModelSpec:
     kv_heads × head_dim (k); `rotary_dim` (the released files' spelling) over head_dim is the
     rotary fraction (`MiniMaxM2Config.convert_rope_params_to_dict`). `MiniMaxM2SparseMoeBlock`:
     `num_local_experts` experts of `intermediate_size`, a bias-free router whose
-    `e_score_correction_bias` is a buffer, no shared expert."""
+    `e_score_correction_bias` is a buffer, no shared expert. The hub files' `attn_type_list`
+    (1 = softmax attention on every layer; transformers does not read it) must agree."""
+    kinds = c.int_list("attn_type_list")
+    if kinds is not None and set(kinds) - {1}:
+        raise InputError(f"{c.label}: attn_type_list",
+                         "0 (lightning attention) is not supported for minimax_m2, whose "
+                         "layers are all softmax attention (1)")
     head_dim = c.integer("head_dim")
     rotary = c.opt_integer("rotary_dim")
     moe = MoE(
