@@ -9,12 +9,14 @@ from llm_inventory.spec.hf.common import core, decoder_model, extra
 from llm_inventory.spec.model import MTP, Component, ModelSpec, MoE, Shard, Stack
 
 
-def nextn_layers(c: HFConfig, count: int) -> MTP | None:
+def nextn_layers(c: HFConfig, count: int, *, embedding: bool = True,
+                 kind: str | None = None) -> MTP | None:
     """`count` DeepSeek-style next-token-prediction layers (None for none), each a decoder
-    layer with the MoE MLP plus what feeds it: the embedding and hidden norms (`enorm`,
-    `hnorm`), the 2h → h `eh_proj`, and its own copy of the embedding and the head
-    (`embed_tokens`, `shared_head.head`, after `shared_head.norm`), as checkpoints store them
-    (vLLM `glm4_moe_mtp.py`, `Glm4MoeMultiTokenPredictorLayer` and `_rewrite_spec_layer_name`).
+    layer (of `kind`, else the last layer's) with the MoE MLP plus what feeds it: the
+    embedding and hidden norms (`enorm`, `hnorm`), the 2h → h `eh_proj`, and its own head
+    (`shared_head.head`, after `shared_head.norm`) and, with `embedding`, its own copy of the
+    embedding, as checkpoints store them (vLLM `glm4_moe_mtp.py`,
+    `Glm4MoeMultiTokenPredictorLayer` and `_rewrite_spec_layer_name`).
     """
     if not count:
         return None
@@ -24,12 +26,13 @@ def nextn_layers(c: HFConfig, count: int) -> MTP | None:
         extra("hnorm.weight", [hidden], component=Component.MTP),
         extra("eh_proj.weight", [hidden, 2 * hidden], linear=True, component=Component.MTP),
         extra("shared_head.norm.weight", [hidden], component=Component.MTP),
-        extra("embed_tokens.weight", [vocab, hidden], shard=Shard.VOCAB,
-              component=Component.MTP),
         extra("shared_head.head.weight", [vocab, hidden], shard=Shard.VOCAB,
               component=Component.MTP),
     ]
-    return MTP(layers=count, moe=True, extra=tensors)
+    if embedding:
+        tensors.append(extra("embed_tokens.weight", [vocab, hidden], shard=Shard.VOCAB,
+                             component=Component.MTP))
+    return MTP(layers=count, kind=kind, moe=True, extra=tensors)
 
 
 def glm4_moe(c: HFConfig) -> ModelSpec:

@@ -19,6 +19,7 @@ from llm_inventory.spec.hf.common import (
     over_defaults,
     sub_config,
 )
+from llm_inventory.spec.hf.glm import nextn_layers
 from llm_inventory.spec.model import (
     MTP,
     Component,
@@ -98,22 +99,11 @@ def _gates(c: HFConfig, kinds: Sequence[str], heads: int, sliding: int,
 
 
 def _mtp(c: HFConfig, count: int) -> MTP | None:
-    """`num_nextn_predict_layers` layers after the decoder's, each a full-attention MoE
-    decoder layer plus `enorm`, `hnorm`, the 2h → h `eh_proj` and a shared head (its norm
-    and its own vocab × hidden output), every one of which vLLM loads from the checkpoint
-    (`step3p5_mtp.py`, `Step3p5AMultiTokenPredictorLayer`; the embedding is the model's)."""
-    if not count:
-        return None
-    hidden, vocab = c.integer("hidden_size"), c.integer("vocab_size")
-    tensors = [
-        extra("enorm.weight", [hidden], component=Component.MTP),
-        extra("hnorm.weight", [hidden], component=Component.MTP),
-        extra("eh_proj.weight", [hidden, 2 * hidden], linear=True, component=Component.MTP),
-        extra("shared_head.norm.weight", [hidden], component=Component.MTP),
-        extra("shared_head.head.weight", [vocab, hidden], shard=Shard.VOCAB,
-              component=Component.MTP),
-    ]
-    return MTP(layers=count, kind=LayerKind.FULL, moe=True, extra=tensors)
+    """`num_nextn_predict_layers` full-attention MoE layers after the decoder's, with the
+    DeepSeek-style extras but no embedding of their own: vLLM loads every parameter of
+    `Step3p5AMultiTokenPredictorLayer` from the checkpoint (enorm, hnorm, eh_proj, its shared
+    head's norm and output) and the embedding once, as the model's (`step3p5_mtp.py`)."""
+    return nextn_layers(c, count, embedding=False, kind=LayerKind.FULL)
 
 
 def _text_stack(c: HFConfig) -> Stack:
