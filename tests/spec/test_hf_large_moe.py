@@ -154,19 +154,30 @@ def test_minimax_m2_refuses_lightning_layers() -> None:
 
 
 def test_glm_dense_layers_come_first_and_mtp_is_counted_apart() -> None:
-    """Glm4MoeConfig: first_k_dense_replace 1 (layer 0 dense), one MTP layer
-    (num_nextn_predict_layers) transformers does not build: a MoE decoder layer plus enorm,
-    hnorm, eh_proj, shared_head.norm and its own embedding and head copies."""
+    """Glm4MoeConfig: first_k_dense_replace 1 (layer 0 dense) and one MTP layer
+    (num_nextn_predict_layers), which the main model leaves out. transformers 5.24.0's
+    MtpModel(Glm4MoeForCausalLM(Glm4MoeConfig()), 1) on the meta device holds 2,301,775,872
+    parameters of its own (enorm, hnorm, eh_proj, the MoE decoder layer, the post norm); it
+    shares the embedding and head, of which the checkpoint stores one more copy each
+    (`embed_tokens`, `shared_head.head`: 151,552 × 4,096)."""
     spec = from_hf_config(_load("transformers-defaults-2026/glm4_moe.json"), "glm")
     counted = count_parameters(spec)
     assert counted.moe_layers == 45
-    hidden, vocab, experts = 4096, 151552, 128
-    attention = 2 * hidden * 96 * 42 + 2 * hidden * 8 * 42  # q, o; k, v (head_dim 4096 / 96)
-    moe = experts * 3 * hidden * 1408 + experts * hidden + 3 * hidden * 1408
-    extra = 3 * hidden + 2 * hidden * hidden + 2 * vocab * hidden
-    assert counted.mtp_parameters == attention + moe + 2 * hidden + extra
+    assert counted.mtp_parameters == 2_301_775_872 + 2 * 151552 * 4096
     assert counted.total_with_mtp == counted.total + counted.mtp_parameters
     assert {g.component for g in mtp_tensors(spec)} == {Component.MTP}
+
+
+def test_step_mtp_layers_are_dense_as_transformers_types_them() -> None:
+    """Step-3.7-Flash's three MTP layers: with no moe_layers_enum, Step3p7TextConfig's MoE set
+    stops at layer 44, so their MLPs are dense. MtpModel over the text model (mtp_layer_types
+    full_attention, transformers 5.24.0, meta device) holds 743,240,448 parameters of its own;
+    each layer's checkpoint copy adds its own head (128,896 × 4,096)."""
+    data = _load("configs-2026/Step-3.7-Flash.json")
+    counted = count_parameters(from_hf_config(data, "step"))
+    assert counted.mtp_parameters == 743_240_448 + 3 * 128896 * 4096
+    sparse = {**data, "moe_layers_enum": ",".join(map(str, range(3, 48)))}
+    assert count_parameters(from_hf_config(sparse, "step")).mtp_parameters > 15_000_000_000
 
 
 def test_mimo_mtp_matches_the_checkpoint_index() -> None:

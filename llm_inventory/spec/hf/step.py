@@ -57,16 +57,23 @@ def _moe_layers(c: HFConfig, layers: int, padded: int) -> list[int]:
             raise InputError(f"{c.label}: mlp_layer_types",
                              f"unknown MLP type(s) {bad}; known: dense, sparse")
         return [i for i, kind in enumerate(mlp) if kind == "sparse"]
-    enum = c.raw("moe_layers_enum")
+    enum = _enum(c)
     if enum is None:
         return list(range(3, layers))
+    return sorted(i for i in enum if 0 <= i < layers)
+
+
+def _enum(c: HFConfig) -> set[int] | None:
+    """The hub's `moe_layers_enum`: MoE layer indices, a list or a comma-separated string."""
+    enum = c.raw("moe_layers_enum")
+    if enum is None:
+        return None
     items = enum.split(",") if isinstance(enum, str) else enum
     try:
-        found = {int(str(i).strip()) for i in items if str(i).strip()}
+        return {int(str(i).strip()) for i in items if str(i).strip()}
     except (TypeError, ValueError):
         raise InputError(f"{c.label}: moe_layers_enum",
                          f"must list layer indices, got {enum!r}") from None
-    return sorted(i for i in found if 0 <= i < layers)
 
 
 def _sliding_heads(c: HFConfig, heads: int) -> int:
@@ -98,12 +105,37 @@ def _gates(c: HFConfig, kinds: Sequence[str], heads: int, sliding: int,
     return found
 
 
-def _mtp(c: HFConfig, count: int) -> MTP | None:
-    """`num_nextn_predict_layers` full-attention MoE layers after the decoder's, with the
+def _mtp(c: HFConfig, layers: int, count: int) -> MTP | None:
+    """`num_nextn_predict_layers` full-attention layers after the decoder's, with the
     DeepSeek-style extras but no embedding of their own: vLLM loads every parameter of
     `Step3p5AMultiTokenPredictorLayer` from the checkpoint (enorm, hnorm, eh_proj, its shared
-    head's norm and output) and the embedding once, as the model's (`step3p5_mtp.py`)."""
-    return nextn_layers(c, count, embedding=False, kind=LayerKind.FULL)
+    head's norm and output) and the embedding once, as the model's (`step3p5_mtp.py`). Their
+    MLPs are MoE or dense as transformers types them (`Step3p7TextConfig.__post_init__`):
+    `mtp_mlp_layer_types`, else the tail of a padded `mlp_layer_types`, else the layers'
+    membership of `moe_layers_enum`, else dense (the default MoE set stops at the decoder's
+    last layer)."""
+    if not count:
+        return None
+    types = c.str_list("mtp_mlp_layer_types")
+    padded = c.str_list("mlp_layer_types")
+    if types is None and padded is not None and len(padded) == layers + count:
+        types = padded[layers:]
+    if types is None:
+        enum = _enum(c)
+        types = ["sparse" if enum is not None and i in enum else "dense"
+                 for i in range(layers, layers + count)]
+    if len(set(types)) != 1:
+        raise InputError(f"{c.label}: mtp_mlp_layer_types",
+                         f"mixes MLP types {sorted(set(types))}; one type for every "
+                         "multi-token-prediction layer is supported")
+    mtp = nextn_layers(c, count, embedding=False, kind=LayerKind.FULL)
+    assert mtp is not None
+    # The decoder's per-head gate is a stack extra; the MTP layer's own is listed here.
+    heads, head_dim = c.integer("num_attention_heads"), c.integer("head_dim")
+    (gate,) = _gates(c, [LayerKind.FULL], heads, heads, head_dim)
+    own = gate.model_copy(update={"name": "self_attn.g_proj.weight", "layers": None,
+                                  "component": Component.MTP})
+    return mtp.model_copy(update={"moe": types[0] == "sparse", "extra": [*mtp.extra, own]})
 
 
 def _text_stack(c: HFConfig) -> Stack:
@@ -137,7 +169,7 @@ def _text_stack(c: HFConfig) -> Stack:
     fields = core(c, head_dim=head_dim, qkv_bias=bias, o_bias=bias,
                   mlp_bias=c.flag("mlp_bias"), qk_norm="head", layer_types=kinds, moe=moe,
                   extra=_gates(c, kinds, heads, sliding, head_dim), overrides=overrides,
-                  mtp=_mtp(c, nextn), **window)
+                  mtp=_mtp(c, layers, nextn), **window)
     return Stack(**fields)
 
 
