@@ -236,3 +236,22 @@ def test_llama4_maverick_interleaves_moe_layers() -> None:
     assert [i for i in range(48) if stack.moe.is_moe_layer(i)] == list(range(1, 48, 2))
     assert stack.kinds()[:4] == ["chunked", "chunked", "chunked", "full"]
     assert stack.intermediate_size == 16384
+
+
+@pytest.mark.parametrize(("base", "patch", "field"), [
+    ("configs-2026/Hunyuan-A13B-Instruct.json", {"moe_topk": [8] * 31 + [4]}, "moe_topk"),
+    ("configs-2026/Hunyuan-A13B-Instruct.json", {"moe_topk": [8] * 3}, "moe_topk"),
+    ("configs-2026/MiMo-V2-Flash.json", {"hybrid_layer_pattern": [0, 2] + [1] * 46},
+     "hybrid_layer_pattern"),
+    ("configs-2026/MiMo-V2-Flash.json", {"moe_layer_freq": [0, 1]}, "mlp_layer_types"),
+    ("configs-2026/Step-3.7-Flash.json", {"moe_layers_enum": "3,x"}, "moe_layers_enum"),
+    ("configs-2026/Step-3.7-Flash.json", {"layer_types": ["full_attention"] * 7}, "layer_types"),
+    ("transformers-defaults-2026/dbrx--attn-rope-theta.json",
+     {"ffn_config": {"moe_num_experts": "16"}}, "moe_num_experts"),
+])
+def test_malformed_configs_name_the_field(base: str, patch: dict[str, Any],
+                                          field: str) -> None:
+    from llm_inventory.errors import InputError
+
+    with pytest.raises(InputError, match=field):
+        from_hf_config({**_load(base), **patch}, "config.json")
