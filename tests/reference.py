@@ -8,6 +8,9 @@
   with transformers on PyTorch's meta device.
 - data/configs-2026, data/configs-2026-more, data/transformers-defaults-2026: this year's
   architectures; data/oracle-2026.json: their figures (tools/reference_counts.py).
+- data/configs-2026-checkpoint-code: configs of types transformers has no class for;
+  data/checkpoint-code-counts.json: their figures from the checkpoints' own modelling code
+  (tools/checkpoint_code_counts.py).
 - data/transformers-architectures.json: the model classes transformers 5.23.0 maps to each
   model type (tools/transformers_architectures.py).
 - data/spec-snapshots: the ModelSpec the importer built for each config, recorded by

@@ -274,7 +274,8 @@ def embedding_figures(model: Any) -> dict[str, Any]:
     return out
 
 
-LAYER_RE = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+# DBRX numbers its decoder layers `transformer.blocks.{i}`.
+LAYER_RE = re.compile(r"(?:^|\.)(?:layers|blocks)\.(\d+)\.")
 
 
 def is_expert_module(name: str, module: torch.nn.Module) -> bool:
@@ -323,8 +324,10 @@ def moe_figures(model: torch.nn.Module, config: Any, total: int) -> dict[str, An
         if isinstance(module, torch.nn.ModuleList):
             experts = len(module)
         else:
+            # DBRX keeps the count on its fused GLU (`DbrxExperts.mlp.moe_num_experts`).
             experts = int(getattr(module, "num_experts", 0) or getattr(
                 module, "num_routed_experts", 0) or getattr(module, "num_local_experts", 0)
+                or getattr(getattr(module, "mlp", None), "moe_num_experts", 0)
                 or min(p.shape[0] for p in params))
         if isinstance(module, torch.nn.ModuleList):
             per_expert = sum(p.numel() for p in params) // experts

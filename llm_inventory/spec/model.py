@@ -285,6 +285,7 @@ class LayerOverride(_Spec):
     attn_output_gate: bool | None = None
     k_eq_v: bool | None = None
     shares_indexer: bool | None = None
+    sinks: bool | None = None  # MiMo-V2's sinks on its sliding layers alone
 
     @model_validator(mode="after")
     def _check(self) -> LayerOverride:

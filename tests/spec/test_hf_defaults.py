@@ -25,6 +25,9 @@ SOURCE = re.compile(r"^transformers 5\.2[34]\.0 src/transformers/models/[a-z0-9_
                     r"configuration_[a-z0-9_]+\.py$"
                     # A type transformers has no class for: the checkpoint's own code.
                     r"|^checkpoint code [\w.-]+/[\w.-]+ configuration_[a-z0-9_]+\.py: .+$")
+# A model type transformers has no class for: the checkpoint's own configuration module.
+CHECKPOINT_SOURCE = re.compile(r"^checkpoint code github [\w.-]+/[\w.-]+ @[0-9a-f]{40} "
+                               r"(\S+/)?configuration_[a-z0-9_]+\.py$")
 # Types with no transformers class (no to_dict() to compare with): a real config stands in.
 NO_CLASS = {"nemotron-nas": DATA / "configs-2026" / "Llama-3_3-Nemotron-Super-49B-v1.json"}
 YEAR_2026 = DATA / "transformers-defaults-2026"
@@ -37,6 +40,9 @@ NOT_IN_TO_DICT = {
         "the field defaults to 4096; __post_init__ drops it while use_sliding_window is false",
     ("qwen2_5_vl_text", "sliding_window"):
         "the field defaults to 4096; __post_init__ drops it while use_sliding_window is false",
+    ("ernie4_5_moe", "moe_layer_end_index"):
+        "the field defaults to -1 (the last layer); __post_init__ writes num_hidden_layers - 1, "
+        "which to_dict keeps",
 }
 
 
@@ -91,7 +97,7 @@ def test_every_registered_type_and_no_other_file_is_top_level() -> None:
 def test_each_file_names_its_class_and_source(model_type: str) -> None:
     raw = _raw(model_type)
     assert set(raw) <= {"class", "source", "defaults", "nested_only", "aliases"}
-    assert SOURCE.match(raw["source"]), raw["source"]
+    assert SOURCE.match(raw["source"]) or CHECKPOINT_SOURCE.match(raw["source"]), raw["source"]
     assert raw["class"].endswith("Config")
     cls = class_defaults(model_type)
     assert cls.nested_only <= set(cls.defaults)
@@ -133,6 +139,7 @@ READ_FROM_FILE = {
     "model_type": "it names the class",
     "architectures": "it names the head class (the encoders' files set one)",
     "max_position_embeddings": "a config that gives none has no known context",
+    "max_seq_len": "DBRX's name for max_position_embeddings",
 }
 
 

@@ -23,14 +23,18 @@ from tests.reference import DATA, model_config, oracle_totals, reference_models
 
 SUPPORTED = [
     "apertus",
+    "bailing_moe",
     "bert",
     "bloom",
     "cohere",
     "cohere2",
+    "dbrx",
     "deepseek_v2",
     "deepseek_v3",
     "deepseek_v32",
     "deepseek_v4",
+    "dots1",
+    "ernie4_5_moe",
     "exaone4",
     "falcon",
     "falcon_h1",
@@ -38,6 +42,7 @@ SUPPORTED = [
     "gemma2",
     "gemma3",
     "gemma3_text",
+    "glm4_moe",
     "glm_moe_dsa",
     "gpt2",
     "gpt_bigcode",
@@ -45,7 +50,10 @@ SUPPORTED = [
     "gpt_oss",
     "gptj",
     "granite",
+    "granitemoe",
     "granitemoehybrid",
+    "hunyuan",
+    "hunyuan_v1_moe",
     "jamba",
     "kimi_k25",
     "kimi_linear",
@@ -56,7 +64,10 @@ SUPPORTED = [
     "longcat_flash",
     "mamba",
     "mamba2",
+    "mimo",
+    "mimo_v2_flash",
     "minimax",
+    "minimax_m2",
     "mistral",
     "mistral3",
     "mixtral",
@@ -70,6 +81,7 @@ SUPPORTED = [
     "opt",
     "phi",
     "phi3",
+    "phimoe",
     "qwen2",
     "qwen2_5_vl",
     "qwen2_moe",
@@ -85,6 +97,7 @@ SUPPORTED = [
     "seed_oss",
     "smollm3",
     "starcoder2",
+    "step3p7",
     "t5",
     "whisper",
     "xlm-roberta",
@@ -120,7 +133,7 @@ def test_every_supported_type_has_class_defaults(model_type: str) -> None:
 
 
 def _counted_types() -> set[str]:
-    """Model types with a total computed by transformers somewhere under tests/data."""
+    """Model types with a reference total somewhere under tests/data."""
     types = {model_config(r["name"])["model_type"] for r in reference_models()}
     types |= {json.loads(path.read_text())["model_type"] for path, _ in oracle_totals()}
     more = _load("more-configs/oracle-totals.json")
@@ -135,12 +148,14 @@ def _counted_types() -> set[str]:
                 continue
             types.add(entry["model_type"])
             for folder in ("configs-2026", "configs-2026-more", "configs-2026-dense",
-                           "transformers-defaults-2026"):
+                           "configs-2026-checkpoint-code", "transformers-defaults-2026"):
                 path = DATA / folder / entry["file"]
                 text = json.loads(path.read_text()).get("text_config") if path.is_file() \
                     else None
                 if isinstance(text, dict) and isinstance(text.get("model_type"), str):
                     types.add(text["model_type"])
+    # Types counted by the checkpoint's own modelling code where transformers has no class.
+    types |= {str(e["model_type"]) for e in _load("checkpoint-code-counts.json")["entries"]}
     return types | set(NO_TRANSFORMERS_CLASS)
 
 
@@ -262,3 +277,4 @@ def test_nothing_known_is_an_error_naming_model_type(data: dict[str, Any]) -> No
         from_hf_config(data, "config.json")
     first = supported_model_types()[0]
     assert "model_type" in str(error.value) and f"supported: {first}" in str(error.value)
+    assert "model_type" in str(error.value) and f"supported: {SUPPORTED[0]}," in str(error.value)

@@ -15,7 +15,7 @@ from llm_inventory.spec.model import Stack
 
 # Module names under this package, in the order tables list their kinds.
 BUILT_IN = ("full", "sliding", "chunked", "mla", "indexed_mla", "swa_kv", "csa", "hca", "cross",
-            "shared", "mamba", "gdn", "kda", "lightning", "short_conv", "mlp_only")
+            "shared", "cla", "mamba", "gdn", "kda", "lightning", "short_conv", "mlp_only")
 
 _registry: dict[str, Kind] | None = None
 

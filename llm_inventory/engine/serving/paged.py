@@ -25,6 +25,12 @@ Rules (vLLM 0.19's KV cache manager):
   block and the state block (max_model_len) (`_report_kv_cache_config`,
   vllm/v1/core/kv_cache_utils.py). Without attention (Mamba alone) one block is one state
   page of every layer, one block per request, of max_model_len tokens.
+- Layers of one kind whose pages differ (MiMo-V2's sliding layers hold twice the KV heads of
+  its full ones) group apart. vLLM unifies the page size (`unify_kv_cache_spec_page_size`,
+  vllm/v1/core/kv_cache_utils.py): a smaller page that divides the largest grows its block
+  size by the ratio, so its group needs that many times fewer blocks; one that does not
+  divide it is padded to it. The printed token count uses the smallest block size
+  (`_report_kv_cache_config`: blocks ÷ groups × the smallest group block size).
 - Other fixed per-request state (cross-attention) is charged whole to every request.
 """
 
@@ -156,21 +162,24 @@ def pool_layout(
     first: dict[tuple[str, int | None], KvLayer] = {}
     for layer in paged:
         first.setdefault(_group(layer), layer)
-    kinds = Counter(_group(layer) for layer in paged)
-    if len(kinds) == 1:
+    if len(first) == 1:
+        # One type of layer, whatever each one's size: one group (vLLM's
+        # UniformTypeKVCacheSpecs), a block spanning every layer.
         page = block_size * per_token
         groups = 1
         need = _request_blocks(paged[0].kind, paged[0].window, block_size, max_model_len,
                                max_num_batched_tokens)
     else:
-        g = min(kinds.values())
+        specs = Counter((_group(layer), layer.bytes_per_token) for layer in paged)
+        g = min(specs.values())
         widest = max(layer.bytes_per_token for layer in paged)
         page = block_size * widest * g
         groups = need = 0
-        for key, count in kinds.items():
+        for (key, per_layer), count in specs.items():
             n = _cdiv(count, g)
+            scale = widest // per_layer if widest % per_layer == 0 else 1
             groups += n
-            need += n * _request_blocks(first[key].kind, first[key].window, block_size,
+            need += n * _request_blocks(first[key].kind, first[key].window, block_size * scale,
                                         max_model_len, max_num_batched_tokens)
     return BlockPool(page=page, groups=groups, need=need, per_token=per_token, fixed=fixed,
                       block_size=block_size, layers=tuple(layers),

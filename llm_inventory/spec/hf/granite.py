@@ -1,12 +1,22 @@
-"""Granite (transformers `models/granite`): a Llama-shaped decoder whose multipliers scale
-activations, not weights, so its tensors are Llama's."""
+"""Granite (transformers `models/granite`, `models/granitemoe`): Llama-shaped decoders
+whose multipliers scale activations, not weights, so their tensors are Llama's (and
+Mixtral's experts for the MoE one)."""
 
 from __future__ import annotations
 
 from llm_inventory.spec.hf import HFConfig
 from llm_inventory.spec.hf.common import core, decoder_model
-from llm_inventory.spec.model import ModelSpec, Stack
+from llm_inventory.spec.model import ModelSpec, MoE, Stack
 
 
 def granite(c: HFConfig) -> ModelSpec:
     return decoder_model(c, Stack(**core(c)))
+
+
+def granitemoe(c: HFConfig) -> ModelSpec:
+    """`GraniteMoeDecoderLayer`: attention biased by `attention_bias` (q/k/v/o), and every MLP
+    `GraniteMoeMoE`: a bias-free router and `num_local_experts` experts of
+    `intermediate_size`; no dense MLP, no shared expert."""
+    moe = MoE(experts=c.integer("num_local_experts"), top_k=c.integer("num_experts_per_tok"),
+              expert_intermediate_size=c.integer("intermediate_size"))
+    return decoder_model(c, Stack(**core(c, mlp_bias=False, moe=moe)))

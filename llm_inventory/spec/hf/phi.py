@@ -1,10 +1,11 @@
-"""Phi-1/2 and Phi-3/4 (transformers `models/phi`, `models/phi3`)."""
+"""Phi-1/2, Phi-3/4 and Phi-3.5-MoE (transformers `models/phi`, `models/phi3`,
+`models/phimoe`)."""
 
 from __future__ import annotations
 
 from llm_inventory.spec.hf import HFConfig
 from llm_inventory.spec.hf.common import all_sliding, core, decoder_model
-from llm_inventory.spec.model import ModelSpec, Stack
+from llm_inventory.spec.model import ModelSpec, MoE, Stack
 
 
 def phi3(c: HFConfig) -> ModelSpec:
@@ -45,3 +46,16 @@ def phi(c: HFConfig) -> ModelSpec:
         partial_rotary_factor=c.number("partial_rotary_factor"),
     )
     return decoder_model(c, stack)
+
+
+def phimoe(c: HFConfig) -> ModelSpec:
+    """Phi-3.5-MoE (`PhimoeDecoderLayer`): LayerNorms with biases, q/k/v/o biased by
+    `attention_bias`, the head by `lm_head_bias`; every MLP a bias-free router and
+    `num_local_experts` experts of `intermediate_size`. A set sliding_window makes every layer
+    sliding (`PhimoeModel`'s mask)."""
+    moe = MoE(experts=c.integer("num_local_experts"), top_k=c.integer("num_experts_per_tok"),
+              expert_intermediate_size=c.integer("intermediate_size"))
+    fields = core(c, mlp_bias=False, norm="layer", lm_head_bias=c.flag("lm_head_bias"),
+                  moe=moe)
+    fields.update(all_sliding(c, c.opt_integer("sliding_window")))
+    return decoder_model(c, Stack(**fields))

@@ -38,6 +38,10 @@ TEXT_MODELS: dict[str, Row] = {
     "deepseek_v32": ("deepseek", "deepseek_v32", ("DeepseekV32ForCausalLM",)),
     "deepseek_v4": ("deepseek_v4", "deepseek_v4", ("DeepseekV4ForCausalLM",)),
     "exaone4": ("exaone", "exaone4", ("Exaone4ForCausalLM",)),
+    "bailing_moe": ("bailing", "bailing_moe", ()),  # no transformers class
+    "dbrx": ("dbrx", "dbrx", ("DbrxForCausalLM",)),
+    "dots1": ("dots", "dots1", ("Dots1ForCausalLM",)),
+    "ernie4_5_moe": ("ernie", "ernie4_5_moe", ("Ernie4_5_MoeForCausalLM",)),
     "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
     "falcon_h1": ("falcon_h1", "falcon_h1", ("FalconH1ForCausalLM",)),
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
@@ -47,10 +51,14 @@ TEXT_MODELS: dict[str, Row] = {
     "gpt2": ("gpt2", "gpt2", ("GPT2LMHeadModel",)),
     "gpt_bigcode": ("gpt2", "gpt_bigcode", ("GPTBigCodeForCausalLM",)),
     "gpt_neox": ("gpt_neox", "gpt_neox", ("GPTNeoXForCausalLM",)),
+    "glm4_moe": ("glm", "glm4_moe", ("Glm4MoeForCausalLM",)),
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
     "gptj": ("gpt_neox", "gptj", ("GPTJForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
     "granitemoehybrid": ("granite_hybrid", "granitemoehybrid", ("GraniteMoeHybridForCausalLM",)),
+    "granitemoe": ("granite", "granitemoe", ("GraniteMoeForCausalLM",)),
+    "hunyuan": ("hunyuan", "hunyuan", ()),  # no transformers class
+    "hunyuan_v1_moe": ("hunyuan", "hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",)),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
     "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
     "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
@@ -59,6 +67,9 @@ TEXT_MODELS: dict[str, Row] = {
     "mamba": ("mamba", "mamba", ("MambaForCausalLM",)),
     "mamba2": ("mamba", "mamba2", ("Mamba2ForCausalLM",)),
     "minimax": ("minimax_lightning", "minimax", ("MiniMaxForCausalLM",)),
+    "mimo": ("mimo", "mimo", ()),  # no transformers class
+    "mimo_v2_flash": ("mimo", "mimo_v2_flash", ("MiMoV2FlashForCausalLM",)),
+    "minimax_m2": ("minimax", "minimax_m2", ("MiniMaxM2ForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
     "nemotron_h": ("nemotron_h", "nemotron_h", ("NemotronHForCausalLM",)),
@@ -69,6 +80,7 @@ TEXT_MODELS: dict[str, Row] = {
     "opt": ("opt", "opt", ("OPTForCausalLM",)),
     "phi": ("phi", "phi", ("PhiForCausalLM",)),
     "phi3": ("phi", "phi3", ("Phi3ForCausalLM",)),
+    "phimoe": ("phi", "phimoe", ("PhimoeForCausalLM",)),
     "qwen2": ("qwen", "qwen2", ("Qwen2ForCausalLM",)),
     "qwen2_moe": ("qwen", "qwen2_moe", ("Qwen2MoeForCausalLM",)),
     "qwen3": ("qwen", "qwen3", ("Qwen3ForCausalLM",)),
@@ -79,6 +91,8 @@ TEXT_MODELS: dict[str, Row] = {
     "seed_oss": ("seed_oss", "seed_oss", ("SeedOssForCausalLM",)),
     "smollm3": ("smollm", "smollm3", ("SmolLM3ForCausalLM",)),
     "starcoder2": ("starcoder2", "starcoder2", ("Starcoder2ForCausalLM",)),
+    # A Step3p7Config wraps a vision tower, but its hub files are flat text models.
+    "step3p7": ("step", "step3p7", ("Step3p7ForConditionalGeneration",)),
 }
 
 # Encoder-only and encoder-decoder models.

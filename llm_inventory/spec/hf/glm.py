@@ -1,0 +1,57 @@
+"""GLM-4.5, 4.6 and 4.7 (transformers `models/glm4_moe`): GQA with q/k/v biases and
+half-rotary heads, `first_k_dense_replace` dense layers, then routed experts behind a sigmoid
+router plus shared experts, and the checkpoint's multi-token-prediction layers."""
+
+from __future__ import annotations
+
+from llm_inventory.spec.hf import HFConfig
+from llm_inventory.spec.hf.common import core, decoder_model, extra
+from llm_inventory.spec.model import MTP, Component, ModelSpec, MoE, Shard, Stack
+
+
+def nextn_layers(c: HFConfig, count: int, *, embedding: bool = True,
+                 kind: str | None = None) -> MTP | None:
+    """`count` DeepSeek-style next-token-prediction layers (None for none), each a decoder
+    layer (of `kind`, else the last layer's) with the MoE MLP plus what feeds it: the
+    embedding and hidden norms (`enorm`, `hnorm`), the 2h → h `eh_proj`, and its own head
+    (`shared_head.head`, after `shared_head.norm`) and, with `embedding`, its own copy of the
+    embedding, as checkpoints store them (vLLM `glm4_moe_mtp.py`,
+    `Glm4MoeMultiTokenPredictorLayer` and `_rewrite_spec_layer_name`).
+    """
+    if not count:
+        return None
+    hidden, vocab = c.integer("hidden_size"), c.integer("vocab_size")
+    tensors = [
+        extra("enorm.weight", [hidden], component=Component.MTP),
+        extra("hnorm.weight", [hidden], component=Component.MTP),
+        extra("eh_proj.weight", [hidden, 2 * hidden], linear=True, component=Component.MTP),
+        extra("shared_head.norm.weight", [hidden], component=Component.MTP),
+        extra("shared_head.head.weight", [vocab, hidden], shard=Shard.VOCAB,
+              component=Component.MTP),
+    ]
+    if embedding:
+        tensors.append(extra("embed_tokens.weight", [vocab, hidden], shard=Shard.VOCAB,
+                             component=Component.MTP))
+    return MTP(layers=count, kind=kind, moe=True, extra=tensors)
+
+
+def glm4_moe(c: HFConfig) -> ModelSpec:
+    """`Glm4MoeDecoderLayer`: a dense `Glm4MoeMLP` below `first_k_dense_replace`, else
+    `Glm4MoeMoE` (router weight; its `e_score_correction_bias` is a buffer; experts of
+    `moe_intermediate_size`; one shared MLP of n_shared_experts × moe_intermediate_size).
+    q/k/v carry `attention_bias`, o_proj never; per-head q/k norms with `use_qk_norm`."""
+    expert = c.integer("moe_intermediate_size")
+    shared = c.integer("n_shared_experts", minimum=0)
+    moe = MoE(
+        experts=c.integer("n_routed_experts"),
+        top_k=c.integer("num_experts_per_tok"),
+        expert_intermediate_size=expert,
+        shared_experts=shared,
+        shared_intermediate_size=expert if shared else 0,
+        first_dense=c.integer("first_k_dense_replace", minimum=0),
+    )
+    fields = core(c, qkv_bias=c.flag("attention_bias"), o_bias=False,
+                  qk_norm="head" if c.flag("use_qk_norm") else "none",
+                  partial_rotary_factor=c.number("partial_rotary_factor"), moe=moe,
+                  mtp=nextn_layers(c, c.integer("num_nextn_predict_layers", minimum=0)))
+    return decoder_model(c, Stack(**fields))
