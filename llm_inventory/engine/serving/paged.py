@@ -11,6 +11,11 @@ Rules (vLLM 0.19's KV cache manager):
   ⌈min(W − 1 + max_num_batched_tokens, max_model_len) ÷ block_size⌉ + 1, a chunked group
   ⌈min(C + max_num_batched_tokens, max_model_len) ÷ block_size⌉; the printed token count is
   blocks ÷ groups × block_size, and maximum concurrency = blocks ÷ Σ blocks per request.
+- Layers whose bytes per token differ (Gemma 4's global layers hold fewer KV heads of a
+  wider head than its sliding ones) are grouped apart, and the page is unified by enlarging
+  the block of the smaller ones: a group of b bytes per token holds block_size × widest ÷ b
+  tokens per block (vLLM `unify_kv_cache_spec_page_size`, vllm/v1/core/kv_cache_utils.py;
+  a ratio that is not whole makes vLLM refuse the model, and is left at block_size here).
 - Fixed per-request state (Mamba, cross-attention) is charged whole to every request.
 """
 
@@ -91,14 +96,16 @@ def pool_layout(
         need = _request_blocks(paged[0].kind, paged[0].window, block_size, max_model_len,
                                max_num_batched_tokens)
     else:
-        g = min(kinds.values())
+        specs = Counter((layer.kind, layer.window, layer.bytes_per_token) for layer in paged)
+        g = min(specs.values())
         widest = max(layer.bytes_per_token for layer in paged)
         page = block_size * widest * g
         groups = need = 0
-        for (kind, window), count in kinds.items():
+        for (kind, window, nbytes), count in specs.items():
             n = _cdiv(count, g)
             groups += n
-            need += n * _request_blocks(kind, window, block_size, max_model_len,
+            own = block_size * widest // nbytes if widest % nbytes == 0 else block_size
+            need += n * _request_blocks(kind, window, own, max_model_len,
                                         max_num_batched_tokens)
     return BlockPool(page=page, groups=groups, need=need, per_token=per_token, fixed=fixed,
                       block_size=block_size, layers=tuple(layers),
