@@ -1,12 +1,14 @@
-"""LLaVA (transformers `models/llava`): a CLIP (or SigLIP, Pixtral) tower, a two-layer MLP
-projector, and any registered decoder as its language model."""
+"""LLaVA, LLaVA-NeXT and LLaVA-OneVision (transformers `models/llava`, `llava_next`,
+`llava_onevision`): a CLIP (or SigLIP, Pixtral) tower, a two-layer MLP projector, and any
+registered decoder as its language model."""
 
 from __future__ import annotations
 
+from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import sub_config, text_decoder, vlm_model
+from llm_inventory.spec.hf.common import extra, sub_config, text_decoder, vlm_model
 from llm_inventory.spec.hf.vision import feature_layers, mlp_projector, tower
-from llm_inventory.spec.model import Encoder, Media, ModelSpec
+from llm_inventory.spec.model import Component, Encoder, Media, ModelSpec
 
 
 def llava(c: HFConfig) -> ModelSpec:
@@ -31,3 +33,55 @@ def llava(c: HFConfig) -> ModelSpec:
                   class_token=keeps_cls)
     encoder = Encoder(kind="vision", stack=vision, media=media, projector=projector)
     return vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), encoder, text)
+
+
+def _anyres(c: HFConfig, *, onevision: bool) -> ModelSpec:
+    """LLaVA-NeXT and LLaVA-OneVision: LLaVA's tower and two-layer projector, plus the
+    learned `image_newline` vector (`text_config.hidden_size`) that closes each row of the
+    high-resolution grid."""
+    vision_type, v = sub_config(c, "vision_config")
+    vision = tower(vision_type, v)
+    decoder, text = text_decoder(c)
+    hidden = decoder.hidden_size or 0
+    projector = mlp_projector(v.integer("hidden_size") * feature_layers(c), hidden,
+                              bias=c.flag("multimodal_projector_bias"))
+    projector.append(extra("image_newline", [hidden], component=Component.PROJECTOR))
+    keeps_cls = vision_type == "clip_vision_model" and c.raw(
+        "vision_feature_select_strategy") == "full"
+    media = Media(image_size=v.integer("image_size"), patch_size=v.integer("patch_size"),
+                  class_token=keeps_cls, tiling="anyres",
+                  grid_pinpoints=_pinpoints(c), newline_token=True,
+                  anyres_max_tiles=_anyres_max(c) if onevision else None)
+    encoder = Encoder(kind="vision", stack=vision, media=media, projector=projector)
+    tied = c.flag("tie_word_embeddings")
+    return vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), encoder, text)
+
+
+def _pinpoints(c: HFConfig) -> list[tuple[int, int]]:
+    value = c.raw("image_grid_pinpoints")
+    if not isinstance(value, list) or not value or not all(
+            isinstance(p, list | tuple) and len(p) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in p)
+            for p in value):
+        raise InputError(f"{c.label}: image_grid_pinpoints",
+                         f"must be a list of [height, width] pixel pairs, got {value!r}")
+    return [(int(p[0]), int(p[1])) for p in value]
+
+
+def _anyres_max(c: HFConfig) -> int | None:
+    """`vision_aspect_ratio` "anyres_max_N": the grid's features are pooled down when they
+    exceed N base images' worth (LlavaOnevisionModel.pack_image_features)."""
+    value = str(c.raw("vision_aspect_ratio") or "")
+    if value.startswith("anyres_max_") and value.removeprefix("anyres_max_").isdigit():
+        return int(value.removeprefix("anyres_max_"))
+    return None
+
+
+def llava_next(c: HFConfig) -> ModelSpec:
+    """LLaVA-NeXT (LLaVA 1.6): anyres tiling over `image_grid_pinpoints`."""
+    return _anyres(c, onevision=False)
+
+
+def llava_onevision(c: HFConfig) -> ModelSpec:
+    """LLaVA-OneVision: a SigLIP tower, anyres tiling pooled to `anyres_max_9`."""
+    return _anyres(c, onevision=True)

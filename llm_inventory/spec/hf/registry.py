@@ -41,6 +41,7 @@ TEXT_MODELS: dict[str, Row] = {
     "llama": ("llama", "llama", ("LlamaForCausalLM",)),
     "mamba": ("mamba", "mamba", ("MambaForCausalLM",)),
     "mamba2": ("mamba", "mamba2", ("Mamba2ForCausalLM",)),
+    "ministral3": ("mistral", "ministral3", ("Ministral3ForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
     "olmoe": ("olmo", "olmoe", ("OlmoeForCausalLM",)),
@@ -73,12 +74,20 @@ ENCODER_MODELS: dict[str, Row] = {
 # Composite (vision-language) models: a tower, a projector and a language model.
 MULTIMODAL_MODELS: dict[str, Row] = {
     "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
+    "gemma3n": ("gemma3n", "gemma3n", ("Gemma3nForConditionalGeneration",)),
+    "gemma4": ("gemma4", "gemma4", ("Gemma4ForConditionalGeneration",)),
+    "internvl": ("internvl", "internvl", ("InternVLForConditionalGeneration",)),
     "llama4": ("llama4", "llama4", ("Llama4ForConditionalGeneration",)),
     "llava": ("llava", "llava", ("LlavaForConditionalGeneration",)),
+    "llava_next": ("llava", "llava_next", ("LlavaNextForConditionalGeneration",)),
+    "llava_onevision": ("llava", "llava_onevision", ("LlavaOnevisionForConditionalGeneration",)),
     "mistral3": ("mistral3", "mistral3", ("Mistral3ForConditionalGeneration",)),
     "mllama": ("mllama", "mllama", ("MllamaForConditionalGeneration",)),
+    "qwen2_5_omni": ("qwen_omni", "qwen2_5_omni", ("Qwen2_5OmniForConditionalGeneration",)),
     "qwen2_5_vl": ("qwen_vl", "qwen2_5_vl", ("Qwen2_5_VLForConditionalGeneration",)),
     "qwen2_vl": ("qwen_vl", "qwen2_vl", ("Qwen2VLForConditionalGeneration",)),
+    "qwen3_vl": ("qwen_vl", "qwen3_vl", ("Qwen3VLForConditionalGeneration",)),
+    "qwen3_vl_moe": ("qwen_vl", "qwen3_vl_moe", ("Qwen3VLMoeForConditionalGeneration",)),
 }
 
 MODELS: Mapping[str, Row] = {**TEXT_MODELS, **ENCODER_MODELS, **MULTIMODAL_MODELS}
