@@ -7,7 +7,8 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
 ORACLE = DATA / "oracle-2026.json"
-FOLDERS = ("configs-2026", "configs-2026-more", "transformers-defaults-2026")
+FOLDERS = ("configs-2026", "configs-2026-more", "transformers-defaults-2026",
+           "configs-2026-variants")
 
 
 def entries() -> list[dict[str, object]]:

@@ -32,6 +32,11 @@ NOT_IN_TO_DICT = {
         "the field defaults to 4096; __post_init__ drops it while use_sliding_window is false",
     ("qwen2_5_vl_text", "sliding_window"):
         "the field defaults to 4096; __post_init__ drops it while use_sliding_window is false",
+    ("gemma3n_text", "intermediate_size"):
+        "the field defaults to 16,384; __post_init__ expands it to one width per layer",
+    ("gemma4_text", "global_head_dim"):
+        "read in __post_init__ as kwargs.pop('global_head_dim', 512); to_dict keeps the "
+        "per_layer_config it makes",
 }
 
 

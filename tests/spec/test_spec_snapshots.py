@@ -32,7 +32,8 @@ SNAPSHOTS = DATA / "spec-snapshots"
 # Classes that only appear nested in a composite config are not configs of their own.
 SUB_CONFIGS = DATA / "transformers-defaults" / "sub-configs"
 UPDATE = bool(os.environ.get("UPDATE_SPEC_SNAPSHOTS"))
-YEAR_2026 = {"configs-2026", "configs-2026-more", "transformers-defaults-2026"}
+YEAR_2026 = {"configs-2026", "configs-2026-more", "transformers-defaults-2026",
+             "configs-2026-variants"}
 # Base configs whose keys are perturbed one by one: each configuration class's own
 # defaults, and one real config of every model type those do not cover.
 PERTURBED = [
