@@ -138,7 +138,8 @@ def _media(spec: ModelSpec, request: InventoryRequest) -> MediaGeometry | None:
         return None
     media = spec.encoder.media
     if (request.image_width is None and request.patch_size is None
-            and media.tokens_per_item is None and media.image_size is None):
+            and media.tokens_per_item is None and media.image_size is None
+            and media.token_budget is None):
         return None
     return feature_tokens(
         media, width=request.image_width, height=request.image_height, frames=request.frames,

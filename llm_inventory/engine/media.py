@@ -62,13 +62,16 @@ def feature_tokens(
     if not sized and patch_size is None and media.tokens_per_item:
         return geometry(None, None, None, media.tokens_per_item * frames, given=True)
     if media.token_budget and patch:
+        # The encoder runs over the budget's patches whatever the image: the processor pads
+        # to budget × merge² (Gemma4ImageProcessor, "pad patches and positions").
+        padded = media.token_budget * merge * merge
         if not sized:
             # The most one item yields: the budget (a square image yields a little less).
-            return geometry(None, None, None, media.token_budget * frames, given=True)
+            return geometry(None, None, padded, media.token_budget * frames, given=True)
         h, w = _budget_size(height or width or 0, width or height or 0, patch, merge,
                             media.token_budget)
-        patches = (h // patch) * (w // patch)
-        return geometry(w, h, patches, patches // (merge * merge) * frames)
+        tokens = (h // patch) * (w // patch) // (merge * merge)
+        return geometry(w, h, padded, tokens * frames)
     width = width or media.image_size
     height = height or media.image_size
     if width is None or height is None or patch is None:

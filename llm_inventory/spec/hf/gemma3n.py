@@ -181,13 +181,11 @@ def gemma3n(c: HFConfig) -> ModelSpec:
                      projector=_embedder("embed_vision", v, hidden))
     audio = Encoder(kind="audio", stack=_audio(a), projector=_embedder("embed_audio", a, hidden),
                     media=Media(tokens_per_item=c.integer("audio_soft_tokens_per_image")))
-    notes = [f"the vision tower is timm's {v.raw('architecture')} (its count from timm's "
-             "definition: the config does not describe its layers)",
-             "the per-layer embedding table (embed_tokens_per_layer) is counted; Google's "
-             "'effective' sizes (E2B, E4B) leave it out, as it can stay in host memory"]
+    notes = [f"vision tower: timm's {v.raw('architecture')}, counted from timm's definition",
+             "per-layer embeddings counted; Google's 'effective' E2B/E4B sizes leave them out"]
     shared = [i for i, k in enumerate(decoder.kinds()) if k == LayerKind.SHARED]
     if shared:
-        notes.append(f"layers {shared[0]}–{shared[-1]} reuse the cache of the last earlier "
-                     "layer of their type (num_kv_shared_layers) and store none")
+        notes.append(f"layers {shared[0]}–{shared[-1]} store no KV: each reads the last "
+                     "earlier layer's of its type")
     spec = vlm_model(c, decoder, vision, text, notes)
     return spec.model_copy(update={"extra_encoders": [audio]})

@@ -275,17 +275,19 @@ def _text_only(c: HFConfig, decoder: Stack, text: HFConfig, notes: list[str]) ->
 
 def _notes(text: HFConfig, decoder: Stack) -> list[str]:
     notes: list[str] = []
-    if decoder.k_eq_v or any(o.k_eq_v for o in decoder.overrides):
-        notes.append("attention_k_eq_v: the global layers have no v_proj (keys double as "
-                     "values), yet the cache still holds V beside K (transformers and vLLM "
-                     "alike); vLLM also allocates the V slot of qkv_proj and loads K into it")
+    k_eq_v = [decoder.at(i) for i, kind in enumerate(decoder.kinds())
+              if kind == LayerKind.FULL and decoder.at(i).k_eq_v]
+    if k_eq_v:
+        slots = sum(s.n_kv_heads * s.k_dim * (s.hidden_size or 0) for s in k_eq_v)
+        # vLLM's Gemma4Attention keeps one fused qkv_proj and loads K into its V slot.
+        notes.append(f"K = V on global layers: no v_proj, but V is cached; vLLM loads K "
+                     f"into a V slot too ({slots:,} parameters beyond these)")
     shared = [i for i, k in enumerate(decoder.kinds()) if k == LayerKind.SHARED]
     if shared:
-        notes.append(f"layers {shared[0]}–{shared[-1]} reuse the cache of the last earlier "
-                     "layer of their type (num_kv_shared_layers) and store none")
+        notes.append(f"layers {shared[0]}–{shared[-1]} store no KV: each reads the last "
+                     "earlier layer's of its type")
     if text.integer("hidden_size_per_layer_input", minimum=0):
-        notes.append("the per-layer embedding table (embed_tokens_per_layer) is counted; "
-                     "Google's 'effective' sizes (E2B, E4B) leave it out, as it can stay in "
-                     "host memory")
+        notes.append("per-layer embeddings counted; Google's 'effective' E2B/E4B sizes "
+                     "leave them out")
     return notes
 

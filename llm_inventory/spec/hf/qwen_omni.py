@@ -55,10 +55,8 @@ def qwen2_5_omni(c: HFConfig) -> ModelSpec:
     notes = []
     if c.flag("enable_audio_output"):
         parts = speech_parameters(c)
-        notes.append(
-            f"the thinker is counted (what vLLM serves); the checkpoint also holds the talker "
-            f"({parts['talker']:,} parameters) and token2wav ({parts['token2wav']:,}) that "
-            "turn its output into speech, which transformers builds as well")
+        notes.append(f"the thinker is counted (what vLLM serves); speech output adds a talker "
+                     f"({parts['talker']:,}) and token2wav ({parts['token2wav']:,})")
     spec = vlm_model(c, decoder, qwen2_5_vl_tower(v, round_sides=True), text, notes)
     return spec.model_copy(update={"extra_encoders": [_audio(a)]})
 

@@ -137,10 +137,11 @@ def _qwen3_vl(c: HFConfig, kind: str, reads_as: str, text_builder: Builder) -> M
     # rounded to multiples of 32 px first, as the processor's smart_resize does.
     encoder = Encoder(kind="vision", stack=tower, media=_media(v, round_sides=True),
                       projector=projector)
-    notes = [f"DeepStack: the features of vision layers {v.int_list('deepstack_visual_indexes')}"
-             " are merged and added to the first decoder layers' hidden states at the image "
-             "positions; they take no positions of their own"] if v.int_list(
-        "deepstack_visual_indexes") else []
+    # DeepStack adds the merged features of these vision layers to the first decoder
+    # layers' hidden states at the image positions: weights, but no positions of their own.
+    depth = v.int_list("deepstack_visual_indexes")
+    notes = [f"DeepStack: vision layers {depth} feed the first {len(depth)} decoder layers "
+             "(no extra positions)"] if depth else []
     return vlm_model(c, decoder, encoder, text, notes)
 
 
