@@ -8,27 +8,33 @@ from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
 from llm_inventory.spec.hf.common import extra, sub_config, text_decoder, vlm_model
 from llm_inventory.spec.hf.vision import feature_layers, mlp_projector, tower
-from llm_inventory.spec.model import Component, Encoder, Media, ModelSpec
+from llm_inventory.spec.model import Component, Encoder, ExtraTensor, Media, ModelSpec, Stack
 
 
-def llava(c: HFConfig) -> ModelSpec:
-    """LLaVA: a CLIP (or SigLIP, Pixtral) tower, a two-layer MLP projector, any decoder.
+def _parts(c: HFConfig) -> tuple[HFConfig, Stack, Stack, HFConfig, list[ExtraTensor], bool]:
+    """(vision config, tower, decoder, text config, projector, whether the class token
+    reaches the language model) of a LLaVA-family config.
 
     Every vision layer is instantiated even though features are read at
     `vision_feature_layer` (-2 by default); the projector's input concatenates one hidden
-    state per listed feature layer.
+    state per listed feature layer. The "default" feature strategy drops CLIP's CLS token
+    before the projector, so LLaVA-1.5 at 336 px / 14 px sends 24 × 24 = 576 tokens; "full"
+    keeps it (577).
     """
     vision_type, v = sub_config(c, "vision_config")
-    vision = tower(vision_type, v)
     decoder, text = text_decoder(c)
-    hidden = decoder.hidden_size or 0
-    projector = mlp_projector(v.integer("hidden_size") * feature_layers(c), hidden,
+    projector = mlp_projector(v.integer("hidden_size") * feature_layers(c),
+                              decoder.hidden_size or 0,
                               bias=c.flag("multimodal_projector_bias"))
-    tied = c.flag("tie_word_embeddings") or decoder.tied_embeddings
-    # The "default" feature strategy drops CLIP's CLS token before the projector, so
-    # LLaVA-1.5 at 336 px / 14 px sends 24 × 24 = 576 tokens; "full" keeps it (577).
     keeps_cls = vision_type == "clip_vision_model" and c.raw(
         "vision_feature_select_strategy") == "full"
+    return v, tower(vision_type, v), decoder, text, projector, keeps_cls
+
+
+def llava(c: HFConfig) -> ModelSpec:
+    """LLaVA: a CLIP (or SigLIP, Pixtral) tower, a two-layer MLP projector, any decoder."""
+    v, vision, decoder, text, projector, keeps_cls = _parts(c)
+    tied = c.flag("tie_word_embeddings") or decoder.tied_embeddings
     media = Media(image_size=v.integer("image_size"), patch_size=v.integer("patch_size"),
                   class_token=keeps_cls)
     encoder = Encoder(kind="vision", stack=vision, media=media, projector=projector)
@@ -39,15 +45,9 @@ def _anyres(c: HFConfig, *, onevision: bool) -> ModelSpec:
     """LLaVA-NeXT and LLaVA-OneVision: LLaVA's tower and two-layer projector, plus the
     learned `image_newline` vector (`text_config.hidden_size`) that closes each row of the
     high-resolution grid."""
-    vision_type, v = sub_config(c, "vision_config")
-    vision = tower(vision_type, v)
-    decoder, text = text_decoder(c)
-    hidden = decoder.hidden_size or 0
-    projector = mlp_projector(v.integer("hidden_size") * feature_layers(c), hidden,
-                              bias=c.flag("multimodal_projector_bias"))
-    projector.append(extra("image_newline", [hidden], component=Component.PROJECTOR))
-    keeps_cls = vision_type == "clip_vision_model" and c.raw(
-        "vision_feature_select_strategy") == "full"
+    v, vision, decoder, text, projector, keeps_cls = _parts(c)
+    projector.append(extra("image_newline", [decoder.hidden_size or 0],
+                           component=Component.PROJECTOR))
     media = Media(image_size=v.integer("image_size"), patch_size=v.integer("patch_size"),
                   class_token=keeps_cls, tiling="anyres",
                   grid_pinpoints=_pinpoints(c), newline_token=True,
