@@ -10,7 +10,7 @@ ORACLE = DATA / "oracle-2026.json"
 # Further reference sets of this year's architectures, one file per set (oracle-2026-*.json).
 ORACLES = sorted(DATA.glob("oracle-2026*.json"))
 FOLDERS = ("configs-2026", "configs-2026-more", "configs-2026-dense",
-           "transformers-defaults-2026")
+           "transformers-defaults-2026", "configs-2026-variants")
 
 
 def entries() -> list[dict[str, object]]:

@@ -142,7 +142,8 @@ def _media(spec: ModelSpec, request: InventoryRequest) -> MediaGeometry | None:
         return None
     media = spec.encoder.media
     if (request.image_width is None and request.patch_size is None
-            and media.tokens_per_item is None and media.image_size is None):
+            and media.tokens_per_item is None and media.image_size is None
+            and media.token_budget is None):
         return None
     return feature_tokens(
         media, width=request.image_width, height=request.image_height, frames=request.frames,
@@ -160,12 +161,13 @@ def _encoder_work(
 
     assert spec.encoder is not None
     positions = geometry.patches or geometry.feature_tokens
-    if geometry.patches:  # per tile: its patches and the class token the encoder keeps
+    if geometry.patches and spec.encoder.media.tiling == "none":
+        # per tile: its patches and the class token the encoder keeps
         positions = (positions + (1 if spec.encoder.media.class_token else 0)) \
-            * spec.encoder.media.max_tiles
+            * geometry.tiles
     flops = weight = 0
     for group in groups:
-        if group.stack == "decoder":
+        if group.stack not in ("encoder", "projector"):
             continue
         weight += group_bytes(group, dtype, None)
         if group.linear and len(group.shape) >= 2:
@@ -176,8 +178,10 @@ def _encoder_work(
         flops += attention_flops(stack, start=0, stop=positions, sequences=1,
                                  encoder_tokens=0) * 2  # bidirectional: every pair
     elif spec.encoder.parameters:
+        # A tower given by its count: 2 FLOPs per weight per position (an estimate).
         flops += 2 * spec.encoder.parameters * positions
-        weight += spec.encoder.parameters * DTYPE_BITS[dtype] // 8
+        if spec.coarse is not None:  # a shaped spec already holds it as one tensor group
+            weight += spec.encoder.parameters * DTYPE_BITS[dtype] // 8
     return EncoderWork(tokens=positions, feature_tokens=geometry.feature_tokens,
                        flops=flops * request.images, weight_bytes=weight)
 
@@ -215,6 +219,20 @@ def _component_sum(params: ParameterCount, components: set[Component]) -> tuple[
     return sum(c.parameters for c in rows), sum(c.weight_bytes for c in rows)
 
 
+def _extra_encoder_sums(spec: ModelSpec, dtype: str) -> list[tuple[int, int]]:
+    """(parameters, weight bytes) of each further encoder with its projector."""
+    from llm_inventory.engine.weights import group_bytes
+
+    groups = [g for g in model_tensors(spec) if g.stack == "other_encoder"]
+    sums = []
+    for encoder in spec.extra_encoders:
+        prefix = f"{encoder.kind}_encoder."
+        own = [g for g in groups if g.name.startswith(prefix)]
+        sums.append((sum(g.parameters for g in own),
+                     sum(group_bytes(g, dtype, None) for g in own)))
+    return sums
+
+
 def _stages(spec: ModelSpec, params: ParameterCount, has_state: bool) -> list[Stage]:
     stages: list[Stage] = []
     if spec.family is Family.DIFFUSION:
@@ -236,15 +254,20 @@ def _stages(spec: ModelSpec, params: ParameterCount, has_state: bool) -> list[St
                       state="none (no stream to pace, no state to extend)")]
     if spec.encoder is not None:
         total, nbytes = _component_sum(params, {Component.ENCODER, Component.PROJECTOR})
+        more = _extra_encoder_sums(spec, params.weight_dtype) if spec.extra_encoders else []
+        total -= sum(m[0] for m in more)
+        nbytes -= sum(m[1] for m in more)
         if params.given and spec.encoder.parameters:
             total = spec.encoder.parameters + (spec.encoder.projector_parameters or 0)
             nbytes = total * DTYPE_BITS[params.weight_dtype] // 8
-        stages.append(Stage(
-            name=f"{spec.encoder.kind} encoder + projector", role="encoder",
-            parameters=total or None, weight_bytes=nbytes or None,
-            runs="once per media item (reusable across questions about the same input)",
-            state="its output features, cacheable per input",
-        ))
+        for kind, (count, size) in [(spec.encoder.kind, (total, nbytes))] + [
+                (e.kind, m) for e, m in zip(spec.extra_encoders, more, strict=True)]:
+            stages.append(Stage(
+                name=f"{kind} encoder + projector", role="encoder",
+                parameters=count or None, weight_bytes=size or None,
+                runs="once per media item (reusable across questions about the same input)",
+                state="its output features, cacheable per input",
+            ))
     lm_params = params.total - sum(s.parameters or 0 for s in stages)
     lm_bytes = params.weight_bytes - sum(s.weight_bytes or 0 for s in stages)
     stages.append(Stage(name="prefill", role="prefill", parameters=lm_params,

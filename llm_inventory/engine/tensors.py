@@ -16,9 +16,19 @@ from pydantic import BaseModel, ConfigDict
 
 from llm_inventory.engine import kinds
 from llm_inventory.engine.blocks import Entry, dense_mlp, linear, norm
-from llm_inventory.spec.model import Component, ExtraTensor, Family, ModelSpec, Shard, Stack
+from llm_inventory.spec.model import (
+    Component,
+    Encoder,
+    ExtraTensor,
+    Family,
+    ModelSpec,
+    Shard,
+    Stack,
+)
 
-StackName = Literal["decoder", "encoder", "projector"]
+# "other_encoder": a model's further encoders (an audio tower beside the vision one) and their
+# projectors, which per-image encoder work leaves out.
+StackName = Literal["decoder", "encoder", "projector", "other_encoder"]
 
 
 class TensorGroup(BaseModel):
@@ -199,19 +209,36 @@ def mtp_tensors(spec: ModelSpec) -> list[TensorGroup]:
     return groups
 
 
+def _encoder_tensors(encoder: Encoder, prefix: str, stack: StackName,
+                     projector_stack: StackName, relabel: Component | None) -> list[TensorGroup]:
+    """One encoder's tower and projector. A tower given by its count alone (a timm model
+    whose layout the config does not describe) is one group of that many elements."""
+    groups: list[TensorGroup] = []
+    if encoder.stack is not None:
+        groups += stack_tensors(encoder.stack, prefix, stack, relabel)
+    elif encoder.parameters:
+        groups.append(TensorGroup(name=f"{prefix}.weights", shape=(encoder.parameters,),
+                                  component=Component.ENCODER, shard=Shard.REPLICATED,
+                                  stack=stack))
+    for extra in encoder.projector:
+        name = "projector" if projector_stack == "projector" else f"{prefix}.projector"
+        groups.append(_extra(extra, name, projector_stack).model_copy(
+            update={"component": Component.PROJECTOR}
+        ))
+    return groups
+
+
 def model_tensors(spec: ModelSpec) -> list[TensorGroup]:
-    """Every tensor of a shaped model: encoder, projector, decoder. Empty for coarse specs."""
+    """Every tensor of a shaped model: encoders, projectors, decoder. Empty for coarse specs."""
     groups: list[TensorGroup] = []
     encoder = spec.encoder
     if encoder is not None:
-        if encoder.stack is not None:
-            # An encoder-only model's stack is the model: keep its breakdown.
-            relabel = None if spec.family is Family.ENCODER else Component.ENCODER
-            groups += stack_tensors(encoder.stack, "encoder", "encoder", relabel)
-        for extra in encoder.projector:
-            groups.append(_extra(extra, "projector", "projector").model_copy(
-                update={"component": Component.PROJECTOR}
-            ))
+        # An encoder-only model's stack is the model: keep its breakdown.
+        relabel = None if spec.family is Family.ENCODER else Component.ENCODER
+        groups += _encoder_tensors(encoder, "encoder", "encoder", "projector", relabel)
+    for more in spec.extra_encoders:
+        groups += _encoder_tensors(more, f"{more.kind}_encoder", "other_encoder",
+                                   "other_encoder", Component.ENCODER)
     if spec.decoder is not None:
         groups += stack_tensors(spec.decoder, "model", "decoder")
     return groups

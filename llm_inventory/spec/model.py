@@ -454,7 +454,29 @@ class Media(_Spec):
     spatial_merge_size: Pos = 1  # merge m × m patches into one token after the encoder
     class_token: bool = False  # a CLS token that reaches the language model
     tokens_per_item: Pos | None = None  # given directly (coarse or fixed-size encoders)
-    max_tiles: Pos = 1  # tiled encoders (Mllama): tiles per image
+    # Tiled encoders: tiles per image (Mllama: always all of them), or the most the
+    # "grid" tiling cuts.
+    max_tiles: Pos = 1
+    # At most this many tokens per item: the input is resized, aspect kept, to the largest
+    # sides that are multiples of patch × merge within budget × merge² patches (Gemma 4).
+    token_budget: Pos | None = None
+    row_break: bool = False  # a break token closes each row of merged patches (Pixtral)
+    # An image past this many pixels on a side is scaled down to fit, and each side padded
+    # up to whole merged patches (Pixtral).
+    longest_edge: Pos | None = None
+    # Sides are rounded to the nearest multiple of patch × merge (Qwen's smart_resize; its
+    # pixel limits, processor settings, are not applied).
+    round_sides: bool = False
+    # How a large image is cut into `image_size` tiles: "grid" (InternVL: the grid of at
+    # most max_tiles tiles closest to its aspect ratio, plus a thumbnail tile when there
+    # is more than one), "anyres" (LLaVA-NeXT: a base tile plus the best-fitting
+    # grid_pinpoints resolution, its features unpadded to the image's aspect).
+    tiling: Literal["none", "grid", "anyres"] = "none"
+    min_tiles: Pos = 1
+    thumbnail: bool = False
+    grid_pinpoints: list[tuple[Pos, Pos]] = Field(default_factory=list)  # (height, width) px
+    newline_token: bool = False  # anyres: a newline token closes each row of the grid
+    anyres_max_tiles: Pos | None = None  # OneVision anyres_max_N: pool the grid down past N
 
 
 class Encoder(_Spec):
@@ -612,6 +634,9 @@ class ModelSpec(_Spec):
     dtype: str = "bf16"  # unquantized weight dtype
     decoder: Stack | None = None
     encoder: Encoder | None = None
+    # Further encoders beside `encoder`, each with its own projector: an audio tower next to
+    # the vision one (Gemma 3n, Gemma 4 E2B/E4B, Qwen2.5-Omni). `--images` reads `encoder`.
+    extra_encoders: list[Encoder] = Field(default_factory=list)
     diffusion: Diffusion | None = None
     coarse: Coarse | None = None
     quantization: Quantization | None = None

@@ -43,6 +43,11 @@ NOT_IN_TO_DICT = {
     ("ernie4_5_moe", "moe_layer_end_index"):
         "the field defaults to -1 (the last layer); __post_init__ writes num_hidden_layers - 1, "
         "which to_dict keeps",
+    ("gemma3n_text", "intermediate_size"):
+        "the field defaults to 16,384; __post_init__ expands it to one width per layer",
+    ("gemma4_text", "global_head_dim"):
+        "read in __post_init__ as kwargs.pop('global_head_dim', 512); to_dict keeps the "
+        "per_layer_config it makes",
 }
 
 

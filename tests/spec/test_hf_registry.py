@@ -42,6 +42,8 @@ SUPPORTED = [
     "gemma2",
     "gemma3",
     "gemma3_text",
+    "gemma3n",
+    "gemma4",
     "glm4_moe",
     "glm_moe_dsa",
     "gpt2",
@@ -54,6 +56,7 @@ SUPPORTED = [
     "granitemoehybrid",
     "hunyuan",
     "hunyuan_v1_moe",
+    "internvl",
     "jamba",
     "kimi_k25",
     "kimi_linear",
@@ -61,6 +64,8 @@ SUPPORTED = [
     "llama",
     "llama4",
     "llava",
+    "llava_next",
+    "llava_onevision",
     "longcat_flash",
     "mamba",
     "mamba2",
@@ -68,6 +73,7 @@ SUPPORTED = [
     "mimo_v2_flash",
     "minimax",
     "minimax_m2",
+    "ministral3",
     "mistral",
     "mistral3",
     "mixtral",
@@ -83,6 +89,7 @@ SUPPORTED = [
     "phi3",
     "phimoe",
     "qwen2",
+    "qwen2_5_omni",
     "qwen2_5_vl",
     "qwen2_moe",
     "qwen2_vl",
@@ -93,6 +100,8 @@ SUPPORTED = [
     "qwen3_5_text",
     "qwen3_moe",
     "qwen3_next",
+    "qwen3_vl",
+    "qwen3_vl_moe",
     "roberta",
     "seed_oss",
     "smollm3",
@@ -148,7 +157,8 @@ def _counted_types() -> set[str]:
                 continue
             types.add(entry["model_type"])
             for folder in ("configs-2026", "configs-2026-more", "configs-2026-dense",
-                           "configs-2026-checkpoint-code", "transformers-defaults-2026"):
+                           "configs-2026-checkpoint-code", "configs-2026-variants",
+                           "transformers-defaults-2026"):
                 path = DATA / folder / entry["file"]
                 text = json.loads(path.read_text()).get("text_config") if path.is_file() \
                     else None

@@ -33,6 +33,7 @@ SNAPSHOTS = DATA / "spec-snapshots"
 SUB_CONFIGS = DATA / "transformers-defaults" / "sub-configs"
 UPDATE = bool(os.environ.get("UPDATE_SPEC_SNAPSHOTS"))
 YEAR_2026 = {"configs-2026", "configs-2026-more", "configs-2026-dense",
+             "configs-2026-checkpoint-code", "configs-2026-variants",
              "transformers-defaults-2026"}
 # Base configs whose keys are perturbed one by one: each configuration class's own
 # defaults, and one real config of every model type those do not cover.

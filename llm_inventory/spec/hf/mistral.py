@@ -1,4 +1,5 @@
-"""Mistral and Mixtral (transformers `models/mistral`, `models/mixtral`)."""
+"""Mistral, Ministral 3 and Mixtral (transformers `models/mistral`, `models/ministral3`,
+`models/mixtral`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ def mistral(c: HFConfig) -> ModelSpec:
     fields = core(c)
     fields.update(all_sliding(c, present_or_default(c, "sliding_window")))
     return decoder_model(c, Stack(**fields))
+
+
+def ministral3(c: HFConfig) -> ModelSpec:
+    """Ministral 3 (the language model of Devstral-Small-2, Ministral 3, Magistral 1.2):
+    Mistral's layout; its sliding_window defaults to none, and Llama-4-style attention
+    temperature scaling (`llama_4_scaling_beta`) adds no parameters."""
+    return mistral(c)
 
 
 def mixtral(c: HFConfig) -> ModelSpec:

@@ -33,11 +33,13 @@ def mistral3(c: HFConfig) -> ModelSpec:
         notes.append("the config does not set tie_word_embeddings, so (as transformers does) "
                      "the output head is tied to the input embedding; a checkpoint that "
                      "stores a separate lm_head has vocab_size × hidden more parameters")
-    notes.append("the prompt closes each row of merged patches with [IMG_BREAK] (the last "
-                 "with [IMG_END]): rows × (columns + 1) prompt tokens per image")
-    # Mistral-Small-3.1: 1,540 px / 14 px = 110 × 110 patches, merged 2 × 2 → 3,025 tokens.
-    media = Media(image_size=v.integer("image_size"), patch_size=v.integer("patch_size"),
-                  spatial_merge_size=merge)
+    # The prompt closes each row of merged patches with [IMG_BREAK] (the last with
+    # [IMG_END]); an image past image_size on a side is scaled down to fit (PixtralProcessor).
+    # Mistral-Small-3.1 at 1,540 px / 14 px: 110 × 110 patches, merged 2 × 2 → 55 rows of
+    # 55 tokens and a break: 3,080 positions.
+    side = v.integer("image_size")
+    media = Media(image_size=side, patch_size=v.integer("patch_size"),
+                  spatial_merge_size=merge, row_break=True, longest_edge=side)
     encoder = Encoder(kind="vision", stack=vision, media=media, projector=projector)
     return vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), encoder, text,
                      notes)

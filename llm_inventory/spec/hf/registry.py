@@ -70,6 +70,7 @@ TEXT_MODELS: dict[str, Row] = {
     "mimo": ("mimo", "mimo", ()),  # no transformers class
     "mimo_v2_flash": ("mimo", "mimo_v2_flash", ("MiMoV2FlashForCausalLM",)),
     "minimax_m2": ("minimax", "minimax_m2", ("MiniMaxM2ForCausalLM",)),
+    "ministral3": ("mistral", "ministral3", ("Ministral3ForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
     "nemotron_h": ("nemotron_h", "nemotron_h", ("NemotronHForCausalLM",)),
@@ -122,14 +123,22 @@ ENCODER_MODELS: dict[str, Row] = {
 MULTIMODAL_MODELS: dict[str, Row] = {
     "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
     "kimi_k25": ("kimi", "kimi_k25", ("Kimi_K25ForConditionalGeneration",)),
+    "gemma3n": ("gemma3n", "gemma3n", ("Gemma3nForConditionalGeneration",)),
+    "gemma4": ("gemma4", "gemma4", ("Gemma4ForConditionalGeneration",)),
+    "internvl": ("internvl", "internvl", ("InternVLForConditionalGeneration",)),
     "llama4": ("llama4", "llama4", ("Llama4ForConditionalGeneration",)),
     "llava": ("llava", "llava", ("LlavaForConditionalGeneration",)),
+    "llava_next": ("llava", "llava_next", ("LlavaNextForConditionalGeneration",)),
+    "llava_onevision": ("llava", "llava_onevision", ("LlavaOnevisionForConditionalGeneration",)),
     "mistral3": ("mistral3", "mistral3", ("Mistral3ForConditionalGeneration",)),
     "mllama": ("mllama", "mllama", ("MllamaForConditionalGeneration",)),
+    "qwen2_5_omni": ("qwen_omni", "qwen2_5_omni", ("Qwen2_5OmniForConditionalGeneration",)),
     "qwen2_5_vl": ("qwen_vl", "qwen2_5_vl", ("Qwen2_5_VLForConditionalGeneration",)),
     "qwen2_vl": ("qwen_vl", "qwen2_vl", ("Qwen2VLForConditionalGeneration",)),
     "qwen3_5": ("qwen_next", "qwen3_5", ("Qwen3_5ForConditionalGeneration",)),
     "qwen3_5_moe": ("qwen_next", "qwen3_5_moe", ("Qwen3_5MoeForConditionalGeneration",)),
+    "qwen3_vl": ("qwen_vl", "qwen3_vl", ("Qwen3VLForConditionalGeneration",)),
+    "qwen3_vl_moe": ("qwen_vl", "qwen3_vl_moe", ("Qwen3VLMoeForConditionalGeneration",)),
 }
 
 MODELS: Mapping[str, Row] = {**TEXT_MODELS, **ENCODER_MODELS, **MULTIMODAL_MODELS}
