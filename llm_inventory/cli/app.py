@@ -136,6 +136,7 @@ from llm_inventory.cli import (  # noqa: E402
     kv,
     models,
     placement,
+    recommend,
     route,
     sample,
     schema,
@@ -144,6 +145,7 @@ from llm_inventory.cli import (  # noqa: E402
 app.command("kv")(kv.kv)
 app.command("inventory")(inventory.inventory)
 app.command("placement")(placement.placement)
+app.command("recommend")(recommend.recommend)
 app.command("compare")(inventory.compare)
 app.command("models")(models.models)
 app.command("devices")(devices.devices)
