@@ -152,7 +152,7 @@ def recommend(
     $/hour, $ per million tokens, and the launch command of the best. Times are calibrated
     estimates on published measurements, with their error band.
 
-    Example: inventory recommend llama-3.1-8b --device h100 --isl 1000 --osl 200 --qps 5 --ttft 1s --tpot 50ms
+    Example: inventory recommend llama-3.1-8b --device h100 --use-case chat --qps 5
     """
     from llm_inventory.engine.recommend import (
         OBJECTIVES,
@@ -190,7 +190,7 @@ def recommend(
         ttft_s=_seconds("ttft", ttft) or (preset.ttft_s if preset else None),
         tpot_s=_seconds("tpot", tpot) or (preset.tpot_s if preset else None),
         e2e_s=_seconds("e2e", e2e) or (preset.e2e_s if preset else None),
-        percentile=(percentile.lower() if percentile else  # type: ignore[arg-type]
+        percentile=(percentile.lower() if percentile else
                     preset.percentile if preset else "p50"))
     catalog = price_catalog()
     if prices is not None:
@@ -201,7 +201,7 @@ def recommend(
         model_ref=model, devices=devices, count=count, engines=engine or ["vllm"],
         workload=Workload(isl=in_len, osl=out_len, histogram=bins, qps=rate,
                           concurrency=concurrency, prefix_share=share or 0.0),
-        targets=targets, objective=objective,  # type: ignore[arg-type]
+        targets=targets, objective=objective,
         prices=catalog, provider=provider, spot=spot,
         power_price=_number("power_price", power_price, low=0.0), dtype=dtype,
         kv_dtype=kv_dtype, seed=seed, limit=limit)

@@ -486,7 +486,9 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
                     plans.append(found)
     ordered = _order(plans, request.objective, request.targets.percentile)
     chosen = ordered[0] if ordered else None
-    launch, equivalents, capacity = None, {}, []
+    launch: str | None = None
+    equivalents: dict[str, str] = {}
+    capacity: list[CapacityPoint] = []
     if chosen is not None:
         ev = evaluators[(chosen.device, chosen.engine)]
         launch, equivalents = _launches(ev, chosen, request)
