@@ -42,10 +42,11 @@ OUT = ROOT / "llm_inventory" / "data" / "timing-calibration.json"
 HELD_OUT = {"post-1.0", "nim"}
 GLOBAL = ("attention", "experts", "smoothness", "step_overhead_s", "layer_overhead_s",
           "collective_latency_s", "link", "server_overhead_s")
-BOUNDS = {"compute": (0.05, 1.0), "bandwidth": (0.2, 1.0), "attention": (0.05, 4.0),
+# Physical bounds: no memory system streams above ~95 % of its peak, no link above ~90 %.
+BOUNDS = {"compute": (0.05, 1.0), "bandwidth": (0.2, 0.95), "attention": (0.05, 4.0),
           "experts": (0.05, 4.0), "smoothness": (1.0, 16.0), "step_overhead_s": (1e-5, 0.05),
           "layer_overhead_s": (1e-7, 1e-3), "collective_latency_s": (1e-7, 1e-3),
-          "link": (0.1, 1.0), "server_overhead_s": (1e-4, 0.1)}
+          "link": (0.1, 0.9), "server_overhead_s": (1e-4, 0.1)}
 
 
 def load_rows() -> list[Measurement]:
@@ -123,8 +124,9 @@ def value_of(cal: Calibration, key: str) -> float:
 def fit(harness: Harness, cal: Calibration, rounds: int) -> Calibration:
     devices = sorted({s.profile.device.id for _, s in harness.rows if s.profile})
     keys = [f"{d}/{f}" for d in devices for f in ("compute", "bandwidth")] + list(GLOBAL)
-    for d in devices:
-        cal = with_value(cal, f"{d}/compute", value_of(cal, f"{d}/compute"))
+    for key in keys:  # start inside the bounds
+        low, high = BOUNDS[key.split("/")[-1]]
+        cal = with_value(cal, key, min(high, max(low, value_of(cal, key))))
     best = loss(harness.replay(cal))
     step = 0.4
     for round_ in range(rounds):

@@ -21,7 +21,7 @@ from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
 from llm_inventory.engine.timing.calibration import Calibration
-from llm_inventory.engine.timing.profile import WorkProfile, work_profile
+from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.units import DTYPE_BITS
 
 
@@ -34,6 +34,7 @@ class Reporter:
         self._handover: int | None = None
         self._groups: list[TensorGroup] | None = None
         self._profiles: dict[tuple[int, int, int], WorkProfile | None] = {}
+        self._model_work: ModelWork | None = None
 
     def plan(self, sized: Sized) -> Plan:
         facts, request = self.facts, self.facts.request
@@ -214,7 +215,9 @@ class Reporter:
         facts, shape = self.facts, sized.shape
         key = (shape.tp, shape.pp, shape.ep)
         if key not in self._profiles:
-            self._profiles[key] = work_profile(facts, *key)
+            if self._model_work is None:
+                self._model_work = model_work(facts)
+            self._profiles[key] = work_profile(facts, *key, work=self._model_work)
         profile = self._profiles[key]
         if profile is None:
             return bound

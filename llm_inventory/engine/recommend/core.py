@@ -23,7 +23,7 @@ from llm_inventory.engine.recommend.models import (
     Status,
 )
 from llm_inventory.engine.timing.calibration import Calibration
-from llm_inventory.engine.timing.profile import WorkProfile, work_profile
+from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
 from llm_inventory.engine.timing.step import Load, round_time
 from llm_inventory.engine.trust import calibrated, engine_rule, exact
@@ -106,6 +106,7 @@ class Evaluator:
         self.chunk = self.facts.settings.max_num_batched_tokens
         self.encoder_s = self._encoder_seconds()
         self._profiles: dict[tuple[int, int, int], WorkProfile | None] = {}
+        self._work: ModelWork | None = None
 
     def _encoder_seconds(self) -> float:
         """One request's media through the encoder on one device (0 without an encoder)."""
@@ -123,7 +124,9 @@ class Evaluator:
     def profile(self, plan: Plan) -> WorkProfile | None:
         key = (plan.tp, plan.pp, plan.ep)
         if key not in self._profiles:
-            self._profiles[key] = work_profile(self.facts, *key)
+            if self._work is None:
+                self._work = model_work(self.facts)
+            self._profiles[key] = work_profile(self.facts, *key, work=self._work)
         return self._profiles[key]
 
     def batch_limit(self, plan: Plan) -> int:

@@ -33,11 +33,12 @@ GPU_CLASSES = {
     "A100": "a100-80gb", "L40S": "l40s", "H100": "h100-sxm", "H200": "h200",
     "GH200": "gh200", "B200": "b200", "GB200": "gb200", "RTX6000PRO": "rtx-pro-6000",
 }
-#: Presets or model files of the tables' model families (same architecture).
+#: Presets of the tables' model families (same architecture); a family with a file in the
+#: benchmark data's `models/` uses that file instead (Mistral 7B: see its README).
 MODEL_FAMILIES = {
     "llama-3.1-8b": "llama-3.1-8b", "llama-3.1-70b": "llama-3.1-70b",
     "llama-3.3-70b": "llama-3.1-70b", "llama-3.1-405b": "llama-3.1-405b",
-    "mistral-7b": "mistral-7b", "mixtral-8x7b": "mixtral-8x7b",
+    "mixtral-8x7b": "mixtral-8x7b",
     "mixtral-8x22b": "mixtral-8x22b", "qwen3-30b-a3b": "qwen3-30b-a3b",
     "qwen3-235b-a22b": "qwen3-235b-a22b", "llama-4-scout-17b-16e": "llama-4-scout",
     "deepseek-r1": "deepseek-r1", "gpt-oss-120b": "gpt-oss-120b",

@@ -17,12 +17,15 @@ attention runs data-parallel over ep ÷ tp groups of tp ranks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from llm_inventory.engine.placement.facts import ModelFacts
 from llm_inventory.engine.roofline import peak_flops
 from llm_inventory.engine.routing import expected_distinct_experts
 from llm_inventory.spec.devices import Device
 from llm_inventory.units import DTYPE_BITS
+
+if TYPE_CHECKING:  # placement imports this module: no cycle at run time
+    from llm_inventory.engine.placement.facts import ModelFacts
 
 
 @dataclass
@@ -50,7 +53,7 @@ class WorkProfile:
     inter_link: int | None
     per_node: int
     facts: ModelFacts = field(repr=False)
-    _attention: dict[tuple[int, int], float] = field(default_factory=dict, repr=False)
+    _attention: dict[tuple[int, int], float] = field(default_factory=dict, repr=False)  # shared
     _kv: dict[int, float] = field(default_factory=dict, repr=False)
 
     @property
@@ -105,21 +108,27 @@ class WorkProfile:
         return self.intra_link
 
 
-def work_profile(facts: ModelFacts, tp: int, pp: int, ep: int) -> WorkProfile | None:
-    """The profile of split (tp, pp, ep) of `facts`' model on its device; None when the
-    model's layers are not shaped or the device lacks a peak or a bandwidth."""
+@dataclass
+class ModelWork:
+    """What a step costs the whole model, whatever the split (shared by a search's splits)."""
+
+    dense_flops_per_token: float
+    expert_flops_per_token: float
+    lm_head_flops: float
+    moe_layers: int
+    experts: int
+    top_k: int
+    attention: dict[tuple[int, int], float] = field(default_factory=dict)
+
+
+def model_work(facts: ModelFacts) -> ModelWork:
+    """Matmul FLOPs per token (dense, routed experts, lm_head) from the model's GEMMs."""
     from llm_inventory.engine.params import count_parameters
     from llm_inventory.engine.shapes import phase_work
     from llm_inventory.engine.tensors import model_tensors
     from llm_inventory.spec.model import Component
 
-    s, spec, device = facts.stack, facts.spec, facts.request.device
-    if s is None or not s.shaped or not device.memory_bandwidth_bytes_per_s:
-        return None
-    bits = facts.quant.bits if facts.quant is not None else DTYPE_BITS[facts.weight_dtype]
-    peak = peak_flops(device, int(bits))
-    if peak is None:
-        return None
+    spec = facts.spec
     groups = model_tensors(spec) if spec.coarse is None else []
     coarse = count_parameters(spec, facts.request.dtype) if spec.coarse else None
     one = phase_work(spec, groups, phase="prefill", tokens=1, sequences=1, context=1,
@@ -131,18 +140,38 @@ def work_profile(facts: ModelFacts, tp: int, pp: int, ep: int) -> WorkProfile | 
         routed = sum(c.parameters for c in params.by_component
                      if c.component is Component.EXPERTS)
         expert = 2.0 * routed * params.top_k / params.experts
+    return ModelWork(dense_flops_per_token=max(0.0, one.matmul_flops - lm - expert),
+                     expert_flops_per_token=expert, lm_head_flops=float(lm),
+                     moe_layers=params.moe_layers, experts=params.experts or 0,
+                     top_k=params.top_k or 0)
+
+
+def work_profile(facts: ModelFacts, tp: int, pp: int, ep: int,
+                 work: ModelWork | None = None) -> WorkProfile | None:
+    """The profile of split (tp, pp, ep) of `facts`' model on its device (`work`: the
+    model's, when already computed); None when the model's layers are not shaped or the
+    device lacks a peak or a bandwidth."""
+    s, device = facts.stack, facts.request.device
+    if s is None or not s.shaped or not device.memory_bandwidth_bytes_per_s:
+        return None
+    bits = facts.quant.bits if facts.quant is not None else DTYPE_BITS[facts.weight_dtype]
+    peak = peak_flops(device, int(bits))
+    if peak is None:
+        return None
+    w = work or model_work(facts)
     weights = max(facts.stage_weights(tp, pp, ep))
     experts_held = facts.expert_bytes(tp, ep) / pp
     return WorkProfile(
         device=device, tp=tp, pp=pp, ep=ep, layers=facts.layers,
-        moe_layers=params.moe_layers, hidden=s.hidden_size or 0,
+        moe_layers=w.moe_layers, hidden=s.hidden_size or 0,
         activation_bytes=facts.act_bits // 8,
-        dense_flops_per_token=max(0.0, one.matmul_flops - lm - expert),
-        expert_flops_per_token=expert, lm_head_flops=float(lm),
+        dense_flops_per_token=w.dense_flops_per_token,
+        expert_flops_per_token=w.expert_flops_per_token, lm_head_flops=w.lm_head_flops,
         dense_weight_bytes=max(0.0, weights - experts_held),
-        expert_weight_bytes=experts_held, experts=params.experts or 0,
-        top_k=params.top_k or 0, peak=peak, bandwidth=device.memory_bandwidth_bytes_per_s,
+        expert_weight_bytes=experts_held, experts=w.experts, top_k=w.top_k, peak=peak,
+        bandwidth=device.memory_bandwidth_bytes_per_s,
         intra_link=device.intra_node_bandwidth_bytes_per_s,
         inter_link=device.inter_node_bandwidth_bytes_per_s,
-        per_node=facts.per_node, facts=facts,
+        per_node=facts.per_node, facts=facts, _attention=w.attention,
     )
+

@@ -2,8 +2,9 @@
 
 Rules (constants from `Calibration`):
 - Compute: matmul FLOPs at the device's peak × its compute fraction; routed experts at
-  `experts` × that rate, their busiest EP rank setting the pace (straggler from the routing
-  simulation); attention scores at `attention` × that rate (its share grows with context).
+  `experts` × that rate, their busiest EP rank setting the pace (straggler, checked against
+  the routing simulation); attention scores at `attention` × that rate (its share grows
+  with context).
 - Memory: the non-expert weights, the routed experts the step's tokens touch, and every
   decoding sequence's KV, at the device's bandwidth × its bandwidth fraction.
 - The two join smoothly, (compute^n + memory^n)^(1/n): a step is neither purely
@@ -49,19 +50,26 @@ class StepCost:
 
 @functools.lru_cache(maxsize=4096)
 def ep_straggler(experts: int, top_k: int, tokens: int, ep: int) -> float:
-    """Mean busiest-rank ÷ mean-rank load of `tokens` tokens over `ep` ranks (seeded
-    simulation, `engine/routing.py`); tokens bucketed to powers of two."""
+    """Expected busiest-rank ÷ mean-rank load of `tokens` tokens routed uniformly over `ep`
+    ranks of experts ÷ ep experts each.
+
+    A token's top_k distinct experts put a hypergeometric count on a rank (mean k ÷ ep,
+    variance k p (1 − p)(E − k) ÷ (E − 1), p = 1 ÷ ep); the busiest of ep ranks sits Blom's
+    normal order statistic above the mean. `tests/engine/timing` checks it against the
+    routing simulation (`engine/routing.py`), which is too slow to run per plan.
+    """
     if ep <= 1 or experts <= 1 or tokens < 1:
         return 1.0
-    from llm_inventory.engine.routing import RoutingRequest, simulate_routing
+    from statistics import NormalDist
 
-    bucket = 2 ** round(math.log2(max(1, tokens)))
-    bucket = min(bucket, 8192)
-    steps = max(4, min(64, 200_000 // (bucket * top_k + experts)))
-    result = simulate_routing(RoutingRequest(experts=experts, top_k=top_k, tokens=bucket,
-                                             ep=min(ep, experts), steps=steps, seed=0))
-    spread = result.device_straggler
-    return spread.mean if spread is not None else 1.0
+    p = 1 / ep
+    mean = tokens * top_k * p
+    spread = math.sqrt(tokens * top_k * p * (1 - p) * (experts - top_k) / (experts - 1))
+    z = NormalDist().inv_cdf((ep - 0.375) / (ep + 0.25))
+    factor = (mean + spread * z) / mean
+    if mean < 1:  # the busiest rank holds at least one assignment
+        factor = max(factor, 1 / mean)
+    return min(float(ep), factor)
 
 
 def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCost:

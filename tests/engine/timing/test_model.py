@@ -89,3 +89,17 @@ def test_expert_parallel_pays_its_straggler() -> None:
     assert ep_straggler(128, 8, 8, 8) > 1.3
     assert ep_straggler(128, 8, 4096, 8) < 1.1
     assert ep_straggler(128, 8, 8, 1) == 1.0
+
+
+@pytest.mark.parametrize(("experts", "top_k", "tokens", "ep"), [
+    (8, 2, 16, 4), (8, 2, 256, 8), (128, 8, 64, 8), (128, 8, 4096, 8), (256, 8, 64, 32),
+    (256, 8, 1024, 64), (160, 6, 128, 16), (16, 1, 32, 4),
+])
+def test_the_straggler_closed_form_matches_the_routing_simulation(
+        experts: int, top_k: int, tokens: int, ep: int) -> None:
+    from llm_inventory.engine.routing import RoutingRequest, simulate_routing
+
+    simulated = simulate_routing(RoutingRequest(experts=experts, top_k=top_k, tokens=tokens,
+                                                ep=ep, steps=200, seed=1)).device_straggler
+    assert simulated is not None
+    assert ep_straggler(experts, top_k, tokens, ep) == pytest.approx(simulated.mean, rel=0.08)
