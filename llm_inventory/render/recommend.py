@@ -56,7 +56,8 @@ def recommend_tables(result: RecommendResult, limit: int | None = None) -> list[
     keep = TABLE_LIMIT if limit is None else (limit or len(result.plans))
     shown = result.plans[:keep]
     mark = MARKS["calibrated estimate"]
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)  # fits 80
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+                  show_edge=False)  # no vertical rules: eight columns fit 80
     devices = len({p.device for p in result.plans})
     rows = [_row(index, plan, key, devices) for index, plan in enumerate(shown, start=1)]
     names = ("plan", "SLO", "GPUs", f"batch{MARKS['engine rule']}", f"TTFT/TPOT{mark}",

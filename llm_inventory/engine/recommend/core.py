@@ -500,7 +500,8 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
     engine_label = next(iter(evaluators.values())).facts.engine.label if evaluators else ""
     notes = []
     if len(lengths.bins) == 1:
-        notes.append("one length for every request: p95 differs from p50 only by queueing")
+        notes.append("one length for every request: p95 is p50 (give --lengths for a spread; the "
+                     "spread of queueing is not modelled)")
     if request.workload.qps is None and request.workload.concurrency is None:
         notes.append("no --qps or --concurrency: one replica with its batch at the bound")
     return RecommendResult(
