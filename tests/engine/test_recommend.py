@@ -165,3 +165,20 @@ def test_every_figure_says_how_it_was_obtained() -> None:
     assert trust["latency"].band is not None and 0 < trust["latency"].band < 1
     assert trust["batch_limit"].kind == "engine rule"
     assert not math.isnan(trust["latency"].band)
+
+
+def test_engines_come_from_the_registry() -> None:
+    from llm_inventory.engine import serving
+    from tests.engine.serving.test_interface import AllKv
+
+    engine = serving.register(AllKv())
+    try:
+        result = _run(engines=["vllm", "allkv"], devices=[resolve_device("h200")],
+                      workload=Workload(isl=2000, osl=200, qps=1.0))
+        assert {p.engine for p in result.plans} == {"vllm", "allkv"}
+        only = _run(engines=["allkv"], devices=[resolve_device("h200")],
+                    workload=Workload(isl=2000, osl=200, qps=1.0))
+        assert only.launch is None  # no command formatter knows this engine
+        assert "not all-KV's" in only.estimate  # whose measurements the times come from
+    finally:
+        serving.unregister(engine)
