@@ -32,8 +32,9 @@ def _seconds(field: str, text: str | None) -> float | None:
     return value / 1000 if (match[2] or "").lower() == "ms" else value
 
 
-def _number(field: str, text: str | None, *, low: float, high: float | None = None,
-            closed_high: bool = False) -> float | None:
+def _number(field: str, text: str | None, *, allowed: str, zero: bool = False,
+            below: float | None = None) -> float | None:
+    """A finite number above zero (or from zero with `zero`), below `below` when given."""
     from llm_inventory.errors import InputError
 
     if text is None:
@@ -42,11 +43,9 @@ def _number(field: str, text: str | None, *, low: float, high: float | None = No
         value = float(text)
     except ValueError:
         value = math.nan
-    upper_ok = high is None or (value <= high if closed_high else value < high)
-    if not math.isfinite(value) or value <= low or not upper_ok:
-        allowed = f"> {low:g}" + ("" if high is None else f" and {'≤' if closed_high else '<'} "
-                                  f"{high:g}")
-        raise InputError(field, f"must be a finite number {allowed}, got {text!r}")
+    low_ok = value >= 0 if zero else value > 0
+    if not math.isfinite(value) or not low_ok or (below is not None and value >= below):
+        raise InputError(field, f"must be {allowed}, got {text!r}")
     return value
 
 
@@ -184,8 +183,9 @@ def recommend(
     out_len = osl or (first.osl if first else None) or (preset.osl if preset else None)
     if in_len is None or out_len is None:
         raise InputError("isl", "give --isl and --osl, --lengths FILE or --use-case NAME")
-    share = _number("prefix_share", prefix_share, low=-1e-300, high=1.0)
-    rate = _number("qps", qps, low=0.0)
+    share = _number("prefix_share", prefix_share, allowed="a fraction from 0 to below 1",
+                    zero=True, below=1.0)
+    rate = _number("qps", qps, allowed="a positive number of requests per second")
     targets = Targets(
         ttft_s=_seconds("ttft", ttft) or (preset.ttft_s if preset else None),
         tpot_s=_seconds("tpot", tpot) or (preset.tpot_s if preset else None),
@@ -195,7 +195,10 @@ def recommend(
     catalog = price_catalog()
     if prices is not None:
         catalog = catalog.merged(load_prices(prices))
-    devices = [resolve_device(d) for d in (device or ["h100-sxm"])]
+    if not device:
+        raise InputError("device", "give --device (see `inventory devices`); repeat it to "
+                         "compare several")
+    devices = [resolve_device(d) for d in device]
     spec = load_model(model)
     request = RecommendRequest(
         model_ref=model, devices=devices, count=count, engines=engine or ["vllm"],
@@ -203,7 +206,8 @@ def recommend(
                           concurrency=concurrency, prefix_share=share or 0.0),
         targets=targets, objective=objective,
         prices=catalog, provider=provider, spot=spot,
-        power_price=_number("power_price", power_price, low=0.0), dtype=dtype,
+        power_price=_number("power_price", power_price,
+                            allowed="a positive price in $ per kWh"), dtype=dtype,
         kv_dtype=kv_dtype, seed=seed, limit=limit)
     result = run(spec, request)
     if plot is not None:
