@@ -88,8 +88,8 @@ def recommend(
         metavar="MODEL",
         help="Preset, Hugging Face id, YAML model file, config.json, model folder or GGUF.")],
     use_case: Annotated[str | None, typer.Option(
-        help="Named workload: chat, code-completion, summarisation or batch (its lengths "
-             "and targets; flags override them).")] = None,
+        metavar="NAME", help="Named workload: chat, code-completion, summarisation or "
+        "batch (its lengths and targets; flags override them).")] = None,
     isl: Annotated[int | None, typer.Option(
         parser=tokens_parser("isl"), metavar="TOKENS", help="Prompt tokens per request.")
     ] = None,
@@ -99,7 +99,8 @@ def recommend(
     lengths: Annotated[Path | None, typer.Option(
         help="A length histogram: YAML/JSON list of {isl, osl, weight}, or CSV "
              "isl,osl[,weight] (instead of --isl/--osl).")] = None,
-    qps: Annotated[str | None, typer.Option(help="Requests per second to serve.")] = None,
+    qps: Annotated[str | None, typer.Option(
+        metavar="RATE", help="Requests per second to serve.")] = None,
     concurrency: Annotated[int | None, typer.Option(
         min=1, help="Users in a closed loop (instead of --qps).")] = None,
     prefix_share: Annotated[str | None, typer.Option(
@@ -113,7 +114,7 @@ def recommend(
     e2e: Annotated[str | None, typer.Option(
         metavar="TIME", help="End-to-end time target per request: 30s.")] = None,
     percentile: Annotated[str | None, typer.Option(
-        metavar="p50|p95", help="The percentile targets hold at (default p50).")] = None,
+        metavar="P", help="The percentile targets hold at: p50 (default) or p95.")] = None,
     device: Annotated[list[str] | None, typer.Option(
         "--device", "-d", help="Device id from `inventory devices`; repeat for several.")
     ] = None,
@@ -124,8 +125,8 @@ def recommend(
         "--engine", "-e", metavar="ENGINE[@VERSION]",
         help="Serving engine; repeat for several (default vllm).")] = None,
     objective: Annotated[str, typer.Option(
-        metavar="cost|latency|gpus|throughput", help="What ranks the plans that meet the "
-        "targets.")] = "cost",
+        metavar="KEY", help="What ranks the plans that meet the targets: cost (default), "
+        "latency, gpus or throughput.")] = "cost",
     prices: Annotated[Path | None, typer.Option(
         help="A YAML price file (the catalog's schema) adding to or replacing its entries.")
     ] = None,
@@ -133,7 +134,8 @@ def recommend(
         help="Price at this provider only (default: the cheapest listed).")] = None,
     spot: Annotated[bool, typer.Option(help="Price at spot rates where published.")] = False,
     power_price: Annotated[str | None, typer.Option(
-        metavar="USD_PER_KWH", help="For owned GPUs: energy at this price, with the TDP.")
+        metavar="PRICE", help="For owned GPUs: energy at this price in $ per kWh, with the "
+        "devices' TDP.")
     ] = None,
     dtype: DtypeOption = None,
     kv_dtype: KvDtypeOption = None,
@@ -143,8 +145,8 @@ def recommend(
     require_slo: Annotated[bool, typer.Option(
         help="Exit 1 when no plan meets the targets (for CI).")] = False,
     plot: Annotated[Path | None, typer.Option(
-        metavar="FILE.svg|png", help="Draw the Pareto front and the KV capacity against "
-                                     "context (needs the `plot` extra).")] = None,
+        metavar="FILE", help="Draw the Pareto front and the KV capacity against context "
+        "into an .svg or .png file (needs the `plot` extra).")] = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """The plans that meet a workload's latency targets, ranked by cost: replicas, GPUs,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.trust import Trust
@@ -99,10 +100,20 @@ class Cost(BaseModel):
 
 
 class Latency(BaseModel):
-    """One latency figure at p50 and p95, seconds."""
+    """One latency figure at p50 and p95, seconds; a server that never catches up has no
+    finite figure (infinite here, null in JSON)."""
 
     p50: float
     p95: float
+
+    @field_validator("p50", "p95", mode="before")
+    @classmethod
+    def _none_is_never(cls, value: object) -> object:
+        return math.inf if value is None else value
+
+    @field_serializer("p50", "p95")
+    def _finite_or_null(self, value: float) -> float | None:
+        return value if math.isfinite(value) else None
 
 
 class RecommendedPlan(BaseModel):
