@@ -30,7 +30,13 @@ from llm_inventory.engine.placement.models import (
     WidthSummary,
 )
 from llm_inventory.engine.placement.ranking import sort_plans
-from llm_inventory.engine.placement.report import Reporter, refused, smallest, widths
+from llm_inventory.engine.placement.report import (
+    PLACEMENT_REGIME,
+    Reporter,
+    refused,
+    smallest,
+    widths,
+)
 from llm_inventory.engine.trust import Trust, calibrated, engine_rule, exact
 from llm_inventory.engine.trust import roofline as roofline_trust
 from llm_inventory.errors import InputError
@@ -165,7 +171,8 @@ def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
         "kv_pool": engine_rule(f"{label}'s budget, blocks and maximum concurrency"),
         "reserve": calibrated(0.007, f"activation peak and non-torch memory, fitted on "
                               f"{label} start-ups"),
-        "timing": calibrated(cal.band(), f"fitted on published {cal.engine} measurements"),
+        "timing": calibrated(cal.band(PLACEMENT_REGIME),
+                             f"fitted on published {cal.engine} measurements"),
         "roofline": roofline_trust("peak FLOP/s and bandwidth at fixed fractions "
                                    "(timing.roofline_*)"),
     }

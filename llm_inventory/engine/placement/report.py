@@ -24,6 +24,9 @@ from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.units import DTYPE_BITS
 
+# Placement times a batch at what one engine holds, every request in: the offline regime.
+PLACEMENT_REGIME = "offline maximum"
+
 
 class Reporter:
     """Turns sized shapes into plans, reusing what every plan of a search shares."""
@@ -227,10 +230,10 @@ class Reporter:
                           chunk).seconds
         ttft = busy_ttft(profile, cal, isl=bound.prompt_tokens, decoding=bound.batch - 1,
                          context=facts.context, chunk=chunk)
-        band = cal.band()
+        band = cal.band(PLACEMENT_REGIME)
         per_replica = bound.batch / tpot
         return bound.model_copy(update={
-            "estimate": timing_estimate(cal, facts.engine.label),
+            "estimate": timing_estimate(cal, facts.engine.label, PLACEMENT_REGIME),
             "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot,
             "tokens_per_s_per_replica": per_replica,
             "tokens_per_s_per_device": per_replica / max(1, shape.devices),
@@ -239,15 +242,16 @@ class Reporter:
         })
 
 
-def timing_estimate(cal: Calibration, engine: str) -> str:
-    """What the calibrated times are, in one sentence."""
-    fitted = sum(e.rows for e in cal.errors if not e.held_out)
+def timing_estimate(cal: Calibration, engine: str, regime: str) -> str:
+    """What the calibrated times are, in one sentence: their band is the p90 error of the
+    regime that matches how they are used."""
+    rows = sum(e.rows for e in cal.errors if not e.held_out and e.regime == regime)
     source = (f"{cal.engine}'s" if engine.lower().startswith(cal.engine.lower().split()[0])
               else f"{cal.engine}'s, not {engine}'s")
-    return (f"calibrated estimate (±{cal.band():.0%}, the p90 error on {fitted:,} published "
-            f"measurements, {source}): achievable fractions of peak FLOP/s and bandwidth per "
-            "device, step and layer overheads, attention and expert efficiency, collectives "
-            "over the links")
+    return (f"calibrated estimate (±{cal.band(regime):.0%}, the p90 error in the {regime} "
+            f"regime over {rows:,} published measurements, {source}): achievable fractions of "
+            "peak FLOP/s and bandwidth per device, step and layer overheads, attention and "
+            "expert efficiency, collectives over the links")
 
 
 def widths(facts: ModelFacts, judged: list[Sized]) -> list[WidthSummary]:

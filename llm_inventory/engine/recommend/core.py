@@ -497,6 +497,8 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
         launch, equivalents = _launches(ev, chosen, request)
         capacity = _capacity(ev, chosen)
     shown = ordered[:request.limit] if request.limit else ordered
+    loaded = request.workload.qps is not None or request.workload.concurrency is not None
+    regime = "request rate" if loaded else "offline maximum"
     engine_label = next(iter(evaluators.values())).facts.engine.label if evaluators else ""
     notes = []
     if len(lengths.bins) == 1:
@@ -507,16 +509,17 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
     return RecommendResult(
         model=spec.name, workload=request.workload, targets=request.targets,
         objective=request.objective, order=OBJECTIVES[request.objective],
-        estimate=timing_estimate(cal, engine_label), considered=len(plans),
+        estimate=timing_estimate(cal, engine_label, regime), considered=len(plans),
         meeting=sum(1 for p in plans if p.status == "meets"), plans=shown, chosen=chosen,
         launch=launch, equivalents=equivalents, pareto=_front(pareto), capacity=capacity,
         notes=notes,
         trust={
             "gpus": exact("whole replicas of plans whose memory fits"),
             "batch_limit": engine_rule("the engine's KV pool and max_num_seqs"),
-            "latency": calibrated(cal.band(), f"fitted on published {cal.engine} "
-                                  "measurements"),
-            "throughput": calibrated(cal.band(), "requests served at the operating batch"),
+            "latency": calibrated(cal.band(regime), f"the {regime} regime of published "
+                                  f"{cal.engine} measurements"),
+            "throughput": calibrated(cal.band(regime), "requests served at the operating "
+                                     "batch"),
             "cost": exact("price catalog × GPUs: as exact as the dated list price"),
         },
     )

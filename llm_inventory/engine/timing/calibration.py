@@ -66,8 +66,8 @@ class Calibration(BaseModel):
         return self.devices.get(device_id, self.default)
 
     def band(self, regime: str | None = None) -> float:
-        """The error band to quote: the p90 relative error of `regime`, else of every fitted
-        regime's worst."""
+        """The error band to quote: the worst p90 relative error among the fitted figures of
+        `regime` (of every regime when None)."""
         chosen = [e for e in self.errors if not e.held_out
                   and (regime is None or e.regime == regime)]
         return max((e.p90 for e in chosen), default=0.5)
