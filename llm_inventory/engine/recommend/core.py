@@ -214,7 +214,10 @@ def _judge(point: Point, request: RecommendRequest) -> tuple[Status, list[str]]:
 def _cost(request: RecommendRequest, device: Device, gpus: int,
           tokens_per_s: float) -> Cost | None:
     """The cheapest matching price (the named provider's, spot where asked and published)."""
-    offers = [p for p in request.prices.prices if p.device == device.id
+    from llm_inventory.spec.prices import price_catalog
+
+    catalog = request.prices if request.prices is not None else price_catalog()
+    offers = [p for p in catalog.prices if p.device == device.id
               and (request.provider is None or p.provider == request.provider)]
     if not offers:
         return None

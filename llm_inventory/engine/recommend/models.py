@@ -73,7 +73,7 @@ class RecommendRequest(BaseModel):
     workload: Workload
     targets: Targets = Targets()
     objective: Objective = "cost"
-    prices: PriceCatalog = PriceCatalog()
+    prices: PriceCatalog | None = None  # None: the packaged catalog
     provider: str | None = None
     spot: bool = False
     power_price: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # $/kWh
