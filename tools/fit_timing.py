@@ -30,11 +30,9 @@ from llm_inventory.engine.timing.calibration import (  # noqa: E402
     RegimeError,
 )
 from llm_inventory.engine.timing.measured import (  # noqa: E402
-    GPU_CLASSES,
     Measurement,
     Replayed,
-    Setup,
-    replay,
+    Replayer,
 )
 
 DATA = ROOT / "tests" / "data" / "benchmarks"
@@ -54,38 +52,16 @@ def load_rows() -> list[Measurement]:
     return [Measurement.model_validate(r) for r in rows]
 
 
-class Harness:
-    """Rows with their sized setups, memoised per model, device, dtypes and split."""
+def spec_for(family: str) -> Any:
+    """The row's model: a file beside the data first, then the preset of the family."""
+    from llm_inventory.engine.timing.measured import MODEL_FAMILIES
+    from llm_inventory.spec.loader import load_model
 
-    def __init__(self, rows: list[Measurement], cal: Calibration) -> None:
-        from llm_inventory.engine.timing.measured import MODEL_FAMILIES
-        from llm_inventory.spec.devices import resolve_device
-        from llm_inventory.spec.loader import load_model
-
-        self.rows: list[tuple[Measurement, Setup]] = []
-        self.skipped: dict[str, int] = {}
-        specs: dict[str, Any] = {}
-        setups: dict[tuple[Any, ...], Setup] = {}
-        for row in rows:
-            name = MODEL_FAMILIES.get(row.model_family)
-            path = DATA / "models" / f"{row.model_family}.json"
-            if name is None and not path.exists():
-                self.skipped[row.model_family] = self.skipped.get(row.model_family, 0) + 1
-                continue
-            if row.model_family not in specs:
-                specs[row.model_family] = load_model(name or str(path))
-            device = resolve_device(GPU_CLASSES[row.gpu_class])
-            key = (row.model_family, device.id, row.dtype, row.kv_dtype, row.split,
-                   row.gpu_count)
-            if key not in setups:
-                setups[key] = Setup(specs[row.model_family], device, row, cal)
-            self.rows.append((row, setups[key]))
-
-    def replay(self, cal: Calibration) -> list[Replayed]:
-        out: list[Replayed] = []
-        for row, setup in self.rows:
-            out += replay(row, setup, cal)
-        return out
+    path = DATA / "models" / f"{family}.json"
+    if path.exists():
+        return load_model(str(path))
+    name = MODEL_FAMILIES.get(family)
+    return load_model(name) if name is not None else None
 
 
 def loss(found: list[Replayed]) -> float:
@@ -121,7 +97,7 @@ def value_of(cal: Calibration, key: str) -> float:
     return float(getattr(cal.devices.get(device, cal.default), field))
 
 
-def fit(harness: Harness, cal: Calibration, rounds: int) -> Calibration:
+def fit(harness: Replayer, cal: Calibration, rounds: int) -> Calibration:
     devices = sorted({s.profile.device.id for _, s in harness.rows if s.profile})
     keys = [f"{d}/{f}" for d in devices for f in ("compute", "bandwidth")] + list(GLOBAL)
     for key in keys:  # start inside the bounds
@@ -170,7 +146,7 @@ def main() -> None:
     from llm_inventory.spec.calibration import default_calibration
 
     cal = default_calibration()
-    harness = Harness(load_rows(), cal)
+    harness = Replayer(load_rows(), spec_for, cal)
     print(f"rows replayed: {len(harness.rows)}; left out (no model): {harness.skipped}",
           file=sys.stderr)
     cal = fit(harness, cal, args.rounds)

@@ -20,6 +20,7 @@ gpu_memory_utilization 0.95: the two agree within the activation reserve.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -214,3 +215,37 @@ def replay(row: Measurement, setup: Setup, cal: Calibration) -> list[Replayed]:
                                 device=p.device.id, model=row.model_family, figure=key,
                                 measured=float(measured), predicted=found[key]))
     return out
+
+
+class Replayer:
+    """Rows with their sized setups, memoised per model, device, dtypes and split, so the
+    fit can replay them under many calibrations. `spec_for(family)` gives a row's model
+    (None: no description; the row is counted in `skipped`)."""
+
+    def __init__(self, rows: list[Measurement], spec_for: Callable[[str], ModelSpec | None],
+                 cal: Calibration) -> None:
+        from llm_inventory.spec.devices import resolve_device
+
+        self.rows: list[tuple[Measurement, Setup]] = []
+        self.skipped: dict[str, int] = {}
+        specs: dict[str, ModelSpec | None] = {}
+        setups: dict[tuple[Any, ...], Setup] = {}
+        for row in rows:
+            if row.model_family not in specs:
+                specs[row.model_family] = spec_for(row.model_family)
+            spec = specs[row.model_family]
+            if spec is None:
+                self.skipped[row.model_family] = self.skipped.get(row.model_family, 0) + 1
+                continue
+            device = resolve_device(GPU_CLASSES[row.gpu_class])
+            key = (row.model_family, device.id, row.dtype, row.kv_dtype, row.split,
+                   row.gpu_count)
+            if key not in setups:
+                setups[key] = Setup(spec, device, row, cal)
+            self.rows.append((row, setups[key]))
+
+    def replay(self, cal: Calibration) -> list[Replayed]:
+        found: list[Replayed] = []
+        for row, setup in self.rows:
+            found += replay(row, setup, cal)
+        return found

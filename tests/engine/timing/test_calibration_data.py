@@ -16,41 +16,33 @@ from pathlib import Path
 import pytest
 
 from llm_inventory.engine.timing.measured import (
-    GPU_CLASSES,
     MODEL_FAMILIES,
     Measurement,
     Replayed,
-    Setup,
-    replay,
+    Replayer,
 )
 from llm_inventory.spec.calibration import default_calibration
-from llm_inventory.spec.devices import resolve_device
 from llm_inventory.spec.loader import load_model
+from llm_inventory.spec.model import ModelSpec
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "benchmarks"
 HELD_OUT = {"post-1.0", "nim"}
 
 
+def _spec(family: str) -> ModelSpec | None:
+    path = DATA / "models" / f"{family}.json"
+    if path.exists():
+        return load_model(str(path))
+    name = MODEL_FAMILIES.get(family)
+    return load_model(name) if name is not None else None
+
+
 @cache
 def replayed() -> tuple[list[Replayed], int]:
-    cal = default_calibration()
     rows = [Measurement.model_validate(r)
             for r in json.loads((DATA / "published-throughput.json").read_text("utf-8"))]
-    specs, setups, found, skipped = {}, {}, [], 0
-    for row in rows:
-        name = MODEL_FAMILIES.get(row.model_family)
-        path = DATA / "models" / f"{row.model_family}.json"
-        if name is None and not path.exists():
-            skipped += 1
-            continue
-        if row.model_family not in specs:
-            specs[row.model_family] = load_model(name or str(path))
-        device = resolve_device(GPU_CLASSES[row.gpu_class])
-        key = (row.model_family, device.id, row.dtype, row.kv_dtype, row.split, row.gpu_count)
-        if key not in setups:
-            setups[key] = Setup(specs[row.model_family], device, row, cal)
-        found += replay(row, setups[key], cal)
-    return found, skipped
+    replayer = Replayer(rows, _spec, default_calibration())
+    return replayer.replay(default_calibration()), sum(replayer.skipped.values())
 
 
 def _errors(regime: str, figure: str, held: bool) -> list[float]:
