@@ -173,8 +173,8 @@ def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
                               f"{label} start-ups"),
         "timing": calibrated(cal.band(PLACEMENT_REGIME),
                              f"fitted on published {cal.engine} measurements"),
-        "roofline": roofline_trust("peak FLOP/s and bandwidth at fixed fractions "
-                                   "(timing.roofline_*)"),
+        "timing_bound": roofline_trust("peak FLOP/s and bandwidth at fixed fractions "
+                                       "(timing.roofline_*)"),
     }
 
 
