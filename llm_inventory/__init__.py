@@ -2,10 +2,10 @@
 
 The package is a library first. Its public API is what `__all__` names: load a model
 (`load_model`, `resolve_device`), inventory it (`build_inventory`), size its persistent state
-(`state_layers`, `size_state`) and place it on devices (`plan_placement`), each with its
-request and result types; every result is a pydantic model in base units. Names load on
-first use, so `import llm_inventory` costs nothing. `llm_inventory.cli` is a thin command
-line on top.
+(`state_layers`, `size_state`), place it on devices (`plan_placement`) and pick the plan for
+a workload (`recommend`), each with its request and result types; every result is a
+pydantic model in base units. Names load on first use, so `import llm_inventory` costs
+nothing. `llm_inventory.cli` is a thin command line on top.
 
     from llm_inventory import InventoryRequest, build_inventory, load_model
 
@@ -39,6 +39,11 @@ _PUBLIC = {
     "PlacementRequest": "llm_inventory.engine.placement",
     "PlacementResult": "llm_inventory.engine.placement",
     "Plan": "llm_inventory.engine.placement",
+    "recommend": "llm_inventory.engine.recommend",
+    "RecommendRequest": "llm_inventory.engine.recommend",
+    "RecommendResult": "llm_inventory.engine.recommend",
+    "Workload": "llm_inventory.engine.recommend",
+    "Targets": "llm_inventory.engine.recommend",
     "InventoryError": "llm_inventory.errors",
     "InputError": "llm_inventory.errors",
     "CheckFailed": "llm_inventory.errors",
@@ -47,8 +52,9 @@ _PUBLIC = {
 __all__ = [
     "CheckFailed", "Device", "InputError", "Inventory", "InventoryError", "InventoryRequest",
     "ModelSpec", "ParameterCount", "PlacementRequest", "PlacementResult", "Plan",
-    "StateLayer", "StateRequest", "StateResult", "__version__", "build_inventory",
-    "count_parameters", "load_model", "plan_placement", "resolve_device", "size_state",
+    "RecommendRequest", "RecommendResult", "StateLayer", "StateRequest", "StateResult",
+    "Targets", "Workload", "__version__", "build_inventory", "count_parameters",
+    "load_model", "plan_placement", "recommend", "resolve_device", "size_state",
     "state_layers",
 ]
 
@@ -61,6 +67,13 @@ if TYPE_CHECKING:
         PlacementResult,
         Plan,
         plan_placement,
+    )
+    from llm_inventory.engine.recommend import (
+        RecommendRequest,
+        RecommendResult,
+        Targets,
+        Workload,
+        recommend,
     )
     from llm_inventory.engine.state import StateLayer, StateRequest, StateResult, size_state
     from llm_inventory.errors import CheckFailed, InputError, InventoryError

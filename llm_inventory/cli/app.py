@@ -184,6 +184,7 @@ from llm_inventory.cli import (  # noqa: E402
     launch,
     models,
     placement,
+    recommend,
     route,
     sample,
     schema,
@@ -192,6 +193,7 @@ from llm_inventory.cli import (  # noqa: E402
 app.command("kv", cls=help_format.Command)(kv.kv)
 app.command("inventory", cls=help_format.Command)(inventory.inventory)
 app.command("placement", cls=help_format.Command)(placement.placement)
+app.command("recommend", cls=help_format.Command)(recommend.recommend)
 app.command("compare", cls=help_format.Command)(inventory.compare)
 app.command("launch", cls=help_format.Command,
             context_settings={"ignore_unknown_options": True,

@@ -29,6 +29,8 @@ from llm_inventory.engine.sampling import SamplerStateItem, sampler_state
 from llm_inventory.engine.shapes import Gemm, PhaseWork, attention_flops, phase_work
 from llm_inventory.engine.state import KindState, StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup, model_tensors
+from llm_inventory.engine.trust import Trust, exact
+from llm_inventory.engine.trust import roofline as trust_roofline
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import Component, Family, ModelSpec
@@ -135,6 +137,7 @@ class Inventory(BaseModel):
     # then says what is estimated (and what a checkpoint's headers keep exact).
     exact: bool = True
     estimated: str | None = None
+    trust: dict[str, Trust] = Field(default_factory=dict)  # how each field group was obtained
 
 
 def _media(spec: ModelSpec, request: InventoryRequest) -> MediaGeometry | None:
@@ -421,7 +424,19 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
         stages=_stages(spec, params, bool(layers)),
         splits=_splits(spec, bool(layers)),
         timing=timing,
+        trust=_trust(spec, timing is not None),
     )
+
+
+def _trust(spec: ModelSpec, timed: bool) -> dict[str, Trust]:
+    given = spec.coarse is not None
+    counted = exact("given totals (coarse form)" if given else "counted from the tensors")
+    found = {"parameters": counted, "state": exact("bytes per token, as each layer kind "
+                                                  "keeps them"),
+             "shapes": counted, "communication": exact("payloads per layer and token")}
+    if timed:
+        found["timing"] = trust_roofline("peak FLOP/s and bandwidth at fixed fractions")
+    return found
 
 
 def _encoder_forward(

@@ -7,8 +7,8 @@ Rules:
   single request), plus the TP all-reduces it cannot hide (2 per layer, a ring moving
   2 × (tp − 1) / tp of the payload over the intra-node link). The larger term names the
   bound: compute, memory bandwidth, or communication.
-- Peak FLOP/s: the device's FP8 rate when weights are 8-bit or narrower and the device has
-  one, else BF16. The ridge point is peak ÷ bandwidth (FLOP per byte): a phase whose
+- Peak FLOP/s: the device's FP4 rate for 4-bit weights and FP8 for 8-bit, when it has
+  such units, else BF16. The ridge point is peak ÷ bandwidth (FLOP per byte): a phase whose
   arithmetic intensity sits below it is bandwidth-bound.
 - Prefill of one prompt gives the time to first token (plus the encoder's work for media);
   a decode step at batch B gives the time per output token; tokens per second per replica =
@@ -66,10 +66,17 @@ class Timing(BaseModel):
     tokens_per_s_per_replica: float
     tokens_per_s_per_device: float
     efficiency: Efficiency
+    trust: str = "roofline"  # or "calibrated estimate (±X %)": see `engine/trust.py`
+    band: float | None = None  # relative error band of a calibrated estimate
+    roofline_ttft_s: float | None = None  # the physics bound beside a calibrated estimate
+    roofline_tpot_s: float | None = None
 
 
 def peak_flops(device: Device, weight_bits: int) -> int | None:
-    """The matmul rate a phase runs at: FP8 for ≤ 8-bit weights when the device has it."""
+    """The matmul rate a phase runs at: FP4 for ≤ 4-bit weights and FP8 for ≤ 8-bit when the
+    device has such units, else BF16."""
+    if weight_bits <= 4 and device.fp4_flops:
+        return int(device.fp4_flops)
     if weight_bits <= 8 and device.fp8_flops:
         return int(device.fp8_flops)
     return int(device.bf16_flops) if device.bf16_flops else None

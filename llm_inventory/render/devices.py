@@ -125,6 +125,10 @@ def device_detail(device: Device, units: UnitSystem) -> list[Table | Text]:
     # A sourced null is a known absence (no FP8 unit); an unsourced one is simply unknown.
     no_fp8 = "none" if "fp8_flops" in device.sources else "—"
     row("FP8 dense", "fp8_flops", _flops(device.fp8_flops, missing=no_fp8))
+    if device.fp4_flops is not None:
+        row("FP4 dense", "fp4_flops", _flops(device.fp4_flops))
+    row("board power (TDP)", "tdp_watts",
+        "—" if device.tdp_watts is None else f"{device.tdp_watts:,} W")
     per_node = "—" if device.devices_per_node is None else str(device.devices_per_node)
     if device.node:
         per_node += f" ({device.node})"

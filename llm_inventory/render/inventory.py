@@ -274,6 +274,9 @@ def inventory_tables(inv: Inventory, units: UnitSystem) -> list[Part]:
     for section in (_checkpoint, _parameters, _state, _work, _communication, _stages,
                     _roofline):
         parts += section(inv, units)
+    if inv.trust:
+        parts.append(Text("trust: " + "; ".join(f"{group} {t.label()}"
+                                                for group, t in inv.trust.items()), style="dim"))
     return parts
 
 

@@ -151,6 +151,13 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             "--batch); bounds and tokens/s in JSON", column="time†", style="dim"))
     if notes:
         parts.append(Text("\n".join(notes)))
+    bars = _memory(result, shown)
+    if bars is not None:
+        parts.append(bars)
+    if result.trust:
+        parts.append(Text("trust: " + "; ".join(f"{group.replace('_', ' ')} {t.label()}"
+                                                for group, t in result.trust.items()),
+                          style="dim"))
     parts += [Diagnostic(warning) for warning in warnings]
     return parts
 
@@ -194,3 +201,19 @@ def engines_side_by_side(results: list[PlacementResult], units: UnitSystem,
         parts.append(Text(f"── {_engine(r)} ──", style="bold"))
         parts += placement_tables(r, units, limit)
     return parts
+
+
+def _memory(result: PlacementResult, shown: list[Plan]) -> RichTable | None:
+    """A bar per plan of the binding device: weights | reserve | KV pool | free."""
+    from llm_inventory.render.charts import memory_bars
+
+    rows = []
+    for index, plan in enumerate(shown, start=1):
+        d = plan.per_device
+        if d is None:
+            continue
+        free = d.memory_bytes - d.weight_bytes - d.reserve_bytes - max(0, d.kv_pool_bytes)
+        rows.append((f"{index}. {_split(plan)}",
+                     [d.weight_bytes, d.reserve_bytes, max(0, d.kv_pool_bytes), max(0, free)],
+                     d.memory_bytes))
+    return memory_bars(rows) if rows else None

@@ -40,6 +40,8 @@ FIGURE_FIELDS = (
     "memory_bandwidth_bytes_per_s",
     "bf16_flops",
     "fp8_flops",
+    "fp4_flops",
+    "tdp_watts",
     "devices_per_node",
     "intra_node_bandwidth_bytes_per_s",
     "inter_node_bandwidth_bytes_per_s",
@@ -127,6 +129,12 @@ class Device(BaseModel):
     bf16_flops: Flops | None = Field(default=None, description="Peak dense BF16 FLOP/s.")
     fp8_flops: Flops | None = Field(
         default=None, description="Peak dense FP8 FLOP/s; None where there is no FP8 unit."
+    )
+    fp4_flops: Flops | None = Field(
+        default=None, description="Peak dense FP4 FLOP/s; None where there is no FP4 unit."
+    )
+    tdp_watts: Count | None = Field(
+        default=None, description="Board power limit (TDP), W: what an owned device draws."
     )
     devices_per_node: Count | None = None
     node: str | None = Field(default=None, max_length=300)

@@ -41,6 +41,8 @@ def test_each_dtype_flag_means_one_thing_everywhere() -> None:
                       "--kv-dtype": found["placement"]["--kv-dtype"]},
         "compare": {"--dtype": found["compare"]["--dtype"],
                     "--kv-dtype": found["compare"]["--kv-dtype"]},
+        "recommend": {"--dtype": found["recommend"]["--dtype"],
+                      "--kv-dtype": found["recommend"]["--kv-dtype"]},
         "route": {"--activation-dtype": found["route"]["--activation-dtype"]},
     }
     for flags in found.values():

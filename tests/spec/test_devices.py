@@ -323,3 +323,14 @@ def test_custom_device_refuses_bad_memory(memory: int) -> None:
     with pytest.raises(InputError) as info:
         custom_device(memory)
     assert info.value.field == "device_memory"
+
+
+def test_board_power_and_fp4() -> None:
+    # NVIDIA H100 datasheet (SXM up to 700 W); HGX B200 (FP4 144 PFLOPS sparse / 8 / 2).
+    assert resolve_device("h100").tdp_watts == 700
+    assert resolve_device("b200").fp4_flops == 9_000_000_000_000_000
+    with_fp4 = {d.id for d in CATALOG if d.fp4_flops is not None}
+    assert with_fp4 == {"b200", "gb200", "rtx-pro-6000"}
+    for device in CATALOG:
+        if device.fp4_flops is not None and device.fp8_flops is not None:
+            assert device.fp4_flops >= device.fp8_flops

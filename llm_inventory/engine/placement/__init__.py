@@ -30,7 +30,15 @@ from llm_inventory.engine.placement.models import (
     WidthSummary,
 )
 from llm_inventory.engine.placement.ranking import sort_plans
-from llm_inventory.engine.placement.report import Reporter, refused, smallest, widths
+from llm_inventory.engine.placement.report import (
+    PLACEMENT_REGIME,
+    Reporter,
+    refused,
+    smallest,
+    widths,
+)
+from llm_inventory.engine.trust import Trust, calibrated, engine_rule, exact
+from llm_inventory.engine.trust import roofline as roofline_trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
 
@@ -151,7 +159,27 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
         widths=widths(facts, [s for s in judged if s.weights]),
         refused=refused(model_refusals(facts), [s for s in judged if not s.legal]),
         plans=shown,
+        trust=_trust(facts, request),
     )
+
+
+def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
+    """How each field group of a placement result was obtained."""
+    from llm_inventory.spec.calibration import default_calibration
+
+    cal = request.calibration or default_calibration()
+    label = facts.engine.label
+    return {
+        "weights": exact("counted from the model's tensors, with the engine's padding"),
+        "state": exact("bytes per token and per sequence, as each layer kind keeps them"),
+        "kv_pool": engine_rule(f"{label}'s budget, blocks and maximum concurrency"),
+        "reserve": calibrated(0.007, f"activation peak and non-torch memory, fitted on "
+                              f"{label} start-ups"),
+        "timing": calibrated(cal.band(PLACEMENT_REGIME),
+                             f"fitted on published {cal.engine} measurements"),
+        "timing_bound": roofline_trust("peak FLOP/s and bandwidth at fixed fractions "
+                                       "(timing.roofline_*)"),
+    }
 
 
 def _replica_weights(spec: ModelSpec, request: PlacementRequest, facts: ModelFacts) -> int:

@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine.roofline import Efficiency, Timing
 from llm_inventory.engine.serving.base import FlagValue, ReserveEstimate
+from llm_inventory.engine.timing.calibration import Calibration
+from llm_inventory.engine.trust import Trust
 from llm_inventory.engine.weight_scheme import WeightScheme
 from llm_inventory.spec.devices import Device
 
@@ -16,7 +18,7 @@ SortKey = Literal["concurrency", "devices", "kv", "throughput", "cost"]
 ORDERS: dict[str, str] = {
     "throughput": "plans that fit first, then near misses by the share of the workload they "
                   "hold; within each, the highest estimated decode throughput of the whole "
-                  "deployment (roofline), then fewest devices",
+                  "deployment (calibrated estimate), then fewest devices",
     "concurrency": "plans that fit first, then near misses; within each, most requests at "
                    "the context held across the deployment, then fewest devices",
     "devices": "plans that fit first, then near misses; within each, fewest devices per "
@@ -60,7 +62,8 @@ class PlacementRequest(BaseModel):
     limit: int | None = Field(default=None, ge=0)  # None or 0: every plan
     batch: int | None = Field(default=None, ge=1)  # decode batch for timings (default: fit)
     prompt_tokens: int | None = Field(default=None, ge=1)  # prefill length for timings
-    efficiency: Efficiency = Efficiency()
+    efficiency: Efficiency = Efficiency()  # of the roofline bound kept beside the estimate
+    calibration: Calibration | None = None  # the time model's constants (None: packaged)
 
 
 class StageFit(BaseModel):
@@ -125,7 +128,7 @@ class Plan(BaseModel):
     stages: list[StageFit]
     experts_per_rank: list[int] | None = None
     kv_handover_bytes: int | None = None
-    timing: Timing | None = None  # roofline estimate for one replica
+    timing: Timing | None = None  # calibrated estimate for one replica (roofline inside)
     startup: list[str] = Field(default_factory=list)  # the engine's lines, binding worker
     startup_error: str | None = None  # the error the engine stops with at start-up, if any
     host: HostFit | None = None  # engines that keep layers in host RAM (llama.cpp)
@@ -197,3 +200,4 @@ class PlacementResult(BaseModel):
     # then says what is estimated (and what a checkpoint's headers keep exact).
     exact: bool = True
     estimated: str | None = None
+    trust: dict[str, Trust] = Field(default_factory=dict)  # how each field group was obtained

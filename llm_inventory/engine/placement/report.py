@@ -22,7 +22,12 @@ from llm_inventory.engine.serving.base import PoolLayout, StartupContext
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
+from llm_inventory.engine.timing.calibration import Calibration
+from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.units import DTYPE_BITS
+
+# Placement times a batch at what one engine holds, every request in: the offline regime.
+PLACEMENT_REGIME = "offline maximum"
 
 
 class Reporter:
@@ -33,6 +38,8 @@ class Reporter:
         self._work: dict[tuple[str, int], tuple[int, int]] = {}
         self._handover: int | None = None
         self._groups: list[TensorGroup] | None = None
+        self._profiles: dict[tuple[int, int, int], WorkProfile | None] = {}
+        self._model_work: ModelWork | None = None
 
     def plan(self, sized: Sized) -> Plan:
         facts, request = self.facts, self.facts.request
@@ -215,7 +222,8 @@ class Reporter:
         return self._work[key]
 
     def timing(self, sized: Sized) -> Timing | None:
-        """Roofline prefill/decode for one replica of a sized, legal plan (see roofline.py).
+        """Prefill/decode for one replica of a sized, legal plan: the calibrated estimate, with
+        the roofline (see roofline.py) kept beside it as the physics bound.
 
         Decode batch: --batch, else as many requests as one engine holds at --context (at
         most max_num_seqs); weights read per step count routed experts only as the batch
@@ -241,7 +249,7 @@ class Reporter:
         hidden = s.hidden_size or 0
         act = facts.act_bits // 8
         bits = facts.quant.bits if facts.quant is not None else DTYPE_BITS[facts.weight_dtype]
-        return roofline(
+        bound = roofline(
             request.device, tp=shape.tp, devices_per_replica=shape.devices,
             weight_bits=int(bits), batch=batch, prompt_tokens=prompt,
             prefill_flops=prefill_flops, prefill_bytes_per_device=weights,
@@ -251,6 +259,54 @@ class Reporter:
             decode_allreduce=2 * facts.layers * batch * hidden * act,
             efficiency=request.efficiency,
         )
+        if bound is None:
+            return None
+        return self.calibrated(sized, bound)
+
+    def calibrated(self, sized: Sized, bound: Timing) -> Timing:
+        """The calibrated estimate (`engine/timing/`) for the same batch and prompt, with the
+        roofline kept beside it as the physics bound."""
+        from llm_inventory.engine.timing.serving import busy_ttft
+        from llm_inventory.engine.timing.step import Load, round_time
+        from llm_inventory.spec.calibration import default_calibration
+
+        facts, shape = self.facts, sized.shape
+        key = (shape.tp, shape.pp, shape.ep)
+        if key not in self._profiles:
+            if self._model_work is None:
+                self._model_work = model_work(facts)
+            self._profiles[key] = work_profile(facts, *key, work=self._model_work)
+        profile = self._profiles[key]
+        if profile is None:
+            return bound
+        cal = facts.request.calibration or default_calibration()
+        chunk = facts.settings.max_num_batched_tokens
+        tpot = round_time(profile, cal, Load(decode=bound.batch, context=facts.context),
+                          chunk).seconds
+        ttft = busy_ttft(profile, cal, isl=bound.prompt_tokens, decoding=bound.batch - 1,
+                         context=facts.context, chunk=chunk)
+        band = cal.band(PLACEMENT_REGIME)
+        per_replica = bound.batch / tpot
+        return bound.model_copy(update={
+            "estimate": timing_estimate(cal, facts.engine.label, PLACEMENT_REGIME),
+            "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot,
+            "tokens_per_s_per_replica": per_replica,
+            "tokens_per_s_per_device": per_replica / max(1, shape.devices),
+            "trust": f"calibrated estimate (±{band:.0%})", "band": band,
+            "roofline_ttft_s": bound.ttft_s, "roofline_tpot_s": bound.tpot_s,
+        })
+
+
+def timing_estimate(cal: Calibration, engine: str, regime: str) -> str:
+    """What the calibrated times are, in one sentence: their band is the p90 error of the
+    regime that matches how they are used."""
+    rows = sum(e.rows for e in cal.errors if not e.held_out and e.regime == regime)
+    source = (f"{cal.engine}'s" if engine.lower().startswith(cal.engine.lower().split()[0])
+              else f"{cal.engine}'s, not {engine}'s")
+    return (f"calibrated estimate (±{cal.band(regime):.0%}, the p90 error in the {regime} "
+            f"regime over {rows:,} published measurements, {source}): achievable fractions of "
+            "peak FLOP/s and bandwidth per device, step and layer overheads, attention and "
+            "expert efficiency, collectives over the links")
 
 
 def widths(facts: ModelFacts, judged: list[Sized]) -> list[WidthSummary]:

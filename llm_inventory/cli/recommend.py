@@ -1,0 +1,230 @@
+"""`inventory recommend MODEL`: the plan to rent for a workload and its latency targets."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from llm_inventory.cli.common import DtypeOption, FormatOption, KvDtypeOption, tokens_parser
+from llm_inventory.render.output import OutputFormat
+
+
+def _seconds(field: str, text: str | None) -> float | None:
+    """`2`, `2s`, `500ms`, `0.5`: seconds, positive and finite."""
+    from llm_inventory.errors import InputError
+
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*([-+]?[0-9.eE+-]+|nan|inf)\s*(ms|s)?\s*", text, re.IGNORECASE)
+    value = math.nan
+    if match is not None:
+        try:
+            value = float(match[1])
+        except ValueError:
+            value = math.nan
+    if match is None or not math.isfinite(value) or value <= 0:
+        raise InputError(field, f"expected a positive time such as 2s, 500ms or 0.5, got "
+                         f"{text!r}")
+    return value / 1000 if (match[2] or "").lower() == "ms" else value
+
+
+def _number(field: str, text: str | None, *, allowed: str, zero: bool = False,
+            below: float | None = None) -> float | None:
+    """A finite number above zero (or from zero with `zero`), below `below` when given."""
+    from llm_inventory.errors import InputError
+
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    low_ok = value >= 0 if zero else value > 0
+    if not math.isfinite(value) or not low_ok or (below is not None and value >= below):
+        raise InputError(field, f"must be {allowed}, got {text!r}")
+    return value
+
+
+def _histogram(path: Path) -> list[Any]:
+    """Length bins from a YAML/JSON list of {isl, osl, weight} (or CSV isl,osl[,weight])."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from llm_inventory.engine.recommend import LengthBin
+    from llm_inventory.errors import InputError
+    from llm_inventory.spec.errors import from_validation
+    from llm_inventory.spec.yaml_io import parse_json, parse_yaml, read_text
+
+    text = read_text(path)
+    data: Any
+    if path.suffix.lower() == ".csv":
+        data = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            cells = [c.strip() for c in line.split(",")]
+            if not line.strip() or not cells[0].replace("_", "").isdigit():
+                continue  # blank lines and the header
+            if len(cells) not in (2, 3):
+                raise InputError(f"{path}: line {number}", "expected isl,osl[,weight]")
+            data.append(dict(zip(("isl", "osl", "weight"), cells, strict=False)))
+    elif path.suffix.lower() == ".json":
+        data = parse_json(text, str(path))
+    else:
+        data = parse_yaml(text, str(path))
+    if isinstance(data, dict):
+        data = data.get("lengths", data.get("histogram"))
+    if not isinstance(data, list) or not data:
+        raise InputError(str(path), "expected a list of {isl, osl, weight} bins")
+    try:
+        return TypeAdapter(list[LengthBin]).validate_python(data)
+    except ValidationError as exc:
+        raise from_validation(exc, str(path)) from exc
+
+
+def recommend(
+    model: Annotated[str, typer.Argument(
+        metavar="MODEL",
+        help="Preset, Hugging Face id, YAML model file, config.json, model folder or GGUF.")],
+    use_case: Annotated[str | None, typer.Option(
+        metavar="NAME", help="Named workload: chat, code-completion, summarisation or "
+        "batch (its lengths and targets; flags override them).")] = None,
+    isl: Annotated[int | None, typer.Option(
+        parser=tokens_parser("isl"), metavar="TOKENS", help="Prompt tokens per request.")
+    ] = None,
+    osl: Annotated[int | None, typer.Option(
+        parser=tokens_parser("osl"), metavar="TOKENS", help="Output tokens per request.")
+    ] = None,
+    lengths: Annotated[Path | None, typer.Option(
+        help="A length histogram: YAML/JSON list of {isl, osl, weight}, or CSV "
+             "isl,osl[,weight] (instead of --isl/--osl).")] = None,
+    qps: Annotated[str | None, typer.Option(
+        metavar="RATE", help="Requests per second to serve.")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        min=1, help="Users in a closed loop (instead of --qps).")] = None,
+    prefix_share: Annotated[str | None, typer.Option(
+        metavar="FRACTION", help="Share of prompt tokens a prefix cache serves (0 to <1).")
+    ] = None,
+    ttft: Annotated[str | None, typer.Option(
+        metavar="TIME", help="Time-to-first-token target: 2s, 500ms.")] = None,
+    tpot: Annotated[str | None, typer.Option(
+        "--tpot", "--itl", metavar="TIME", help="Time per output token target: 50ms.")
+    ] = None,
+    e2e: Annotated[str | None, typer.Option(
+        metavar="TIME", help="End-to-end time target per request: 30s.")] = None,
+    percentile: Annotated[str | None, typer.Option(
+        metavar="P", help="The percentile targets hold at: p50 (default) or p95.")] = None,
+    device: Annotated[list[str] | None, typer.Option(
+        "--device", "-d", help="Device id from `inventory devices`; repeat for several.")
+    ] = None,
+    count: Annotated[int | None, typer.Option(
+        "--count", "-n", min=1, help="Most GPUs in all (default: no cap; one node per "
+                                     "replica at most).")] = None,
+    engine: Annotated[list[str] | None, typer.Option(
+        "--engine", "-e", metavar="ENGINE[@VERSION]",
+        help="Serving engine; repeat for several (default vllm).")] = None,
+    objective: Annotated[str, typer.Option(
+        metavar="KEY", help="What ranks the plans that meet the targets: cost (default), "
+        "latency, gpus or throughput.")] = "cost",
+    prices: Annotated[Path | None, typer.Option(
+        help="A YAML price file (the catalog's schema) adding to or replacing its entries.")
+    ] = None,
+    provider: Annotated[str | None, typer.Option(
+        help="Price at this provider only (default: the cheapest listed).")] = None,
+    spot: Annotated[bool, typer.Option(help="Price at spot rates where published.")] = False,
+    power_price: Annotated[str | None, typer.Option(
+        metavar="PRICE", help="For owned GPUs: energy at this price in $ per kWh, with the "
+        "devices' TDP.")
+    ] = None,
+    dtype: DtypeOption = None,
+    kv_dtype: KvDtypeOption = None,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the length sample.")] = 0,
+    limit: Annotated[int | None, typer.Option(
+        min=0, help="Plans to keep, best first (0: all; default 10 in the table).")] = None,
+    require_slo: Annotated[bool, typer.Option(
+        help="Exit 1 when no plan meets the targets (for CI).")] = False,
+    plot: Annotated[Path | None, typer.Option(
+        metavar="FILE", help="Draw the Pareto front and the KV capacity against context "
+        "into an .svg or .png file (needs the `plot` extra).")] = None,
+    fmt: FormatOption = OutputFormat.TABLE,
+) -> None:
+    """The plans that meet a workload's latency targets, ranked by cost: replicas, GPUs,
+    $/hour, $ per million tokens, and the launch command of the best. Times are calibrated
+    estimates on published measurements, with their error band.
+
+    Example: inventory recommend llama-3.1-8b --device h100 --use-case chat --qps 5
+    """
+    from llm_inventory.engine.recommend import (
+        OBJECTIVES,
+        RecommendRequest,
+        Targets,
+        Workload,
+    )
+    from llm_inventory.engine.recommend import recommend as run
+    from llm_inventory.errors import CheckFailed, InputError
+    from llm_inventory.render.output import emit
+    from llm_inventory.spec.devices import resolve_device
+    from llm_inventory.spec.loader import load_model
+    from llm_inventory.spec.prices import load_prices, price_catalog
+    from llm_inventory.spec.prices import use_case as named
+
+    if plot is not None:
+        from llm_inventory.render.plot import check_target
+
+        check_target(plot)
+    preset = named(use_case) if use_case is not None else None
+    if objective not in OBJECTIVES:
+        raise InputError("objective", f"unknown objective {objective!r}; use one of "
+                         + ", ".join(OBJECTIVES))
+    if percentile is not None and percentile.lower() not in ("p50", "p95"):
+        raise InputError("percentile", f"use p50 or p95, got {percentile!r}")
+    bins = _histogram(lengths) if lengths is not None else []
+    first = bins[0] if bins else None
+    in_len = isl or (first.isl if first else None) or (preset.isl if preset else None)
+    out_len = osl or (first.osl if first else None) or (preset.osl if preset else None)
+    if in_len is None or out_len is None:
+        raise InputError("isl", "give --isl and --osl, --lengths FILE or --use-case NAME")
+    share = _number("prefix_share", prefix_share, allowed="a fraction from 0 to below 1",
+                    zero=True, below=1.0)
+    rate = _number("qps", qps, allowed="a positive number of requests per second")
+    targets = Targets(
+        ttft_s=_seconds("ttft", ttft) or (preset.ttft_s if preset else None),
+        tpot_s=_seconds("tpot", tpot) or (preset.tpot_s if preset else None),
+        e2e_s=_seconds("e2e", e2e) or (preset.e2e_s if preset else None),
+        percentile=(percentile.lower() if percentile else
+                    preset.percentile if preset else "p50"))
+    catalog = price_catalog()
+    if prices is not None:
+        catalog = catalog.merged(load_prices(prices))
+    if not device:
+        raise InputError("device", "give --device (see `inventory devices`); repeat it to "
+                         "compare several")
+    devices = [resolve_device(d) for d in device]
+    spec = load_model(model)
+    request = RecommendRequest(
+        model_ref=model, devices=devices, count=count, engines=engine or ["vllm"],
+        workload=Workload(isl=in_len, osl=out_len, histogram=bins, qps=rate,
+                          concurrency=concurrency, prefix_share=share or 0.0),
+        targets=targets, objective=objective,
+        prices=catalog, provider=provider, spot=spot,
+        power_price=_number("power_price", power_price,
+                            allowed="a positive price in $ per kWh"), dtype=dtype,
+        kv_dtype=kv_dtype, seed=seed, limit=limit)
+    result = run(spec, request)
+    if plot is not None:
+        from llm_inventory.render.plot import write_plot
+
+        write_plot(result, plot)
+
+    def table() -> list[Any]:
+        from llm_inventory.render.recommend import recommend_tables
+
+        return recommend_tables(result, limit)
+
+    emit(result, fmt, table)
+    if require_slo and not result.meeting:
+        best = result.chosen
+        why = f" (best: {best.label} on {best.device}, {'; '.join(best.misses)})" \
+            if best is not None and best.misses else ""
+        raise CheckFailed(f"--require-slo: no plan of {spec.name} meets the targets{why}")

@@ -1,0 +1,552 @@
+"""The evaluation behind `recommend` (see the package docstring for the rule)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from random import Random
+
+from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
+from llm_inventory.engine.placement.facts import ModelFacts, model_facts
+from llm_inventory.engine.recommend.launch import LaunchPlan, launch_command
+from llm_inventory.engine.recommend.models import (
+    NEAR,
+    OBJECTIVES,
+    CapacityPoint,
+    Cost,
+    Latency,
+    LengthBin,
+    ParetoPoint,
+    RecommendedPlan,
+    RecommendRequest,
+    RecommendResult,
+    Status,
+)
+from llm_inventory.engine.timing.calibration import Calibration
+from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
+from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
+from llm_inventory.engine.timing.step import Load, round_time
+from llm_inventory.engine.trust import calibrated, engine_rule, exact
+from llm_inventory.errors import InputError
+from llm_inventory.spec.devices import Device
+from llm_inventory.spec.model import ModelSpec
+
+HOURS_PER_MONTH = 730
+
+
+@dataclass
+class Lengths:
+    """The workload's lengths: the bins, their means and a seeded sample."""
+
+    bins: list[LengthBin]
+    isl: float
+    osl: float
+    sample: list[tuple[int, int]]
+
+    @property
+    def longest(self) -> int:
+        return max(b.isl + b.osl for b in self.bins)
+
+
+def _lengths(request: RecommendRequest) -> Lengths:
+    w = request.workload
+    bins = list(w.histogram) or [LengthBin(isl=w.isl, osl=w.osl)]
+    total = sum(b.weight for b in bins)
+    isl = sum(b.isl * b.weight for b in bins) / total
+    osl = sum(b.osl * b.weight for b in bins) / total
+    if len(bins) == 1:
+        sample = [(bins[0].isl, bins[0].osl)]
+    else:
+        rng = Random(request.seed)
+        picked = rng.choices(bins, weights=[b.weight for b in bins], k=request.samples)
+        sample = [(b.isl, b.osl) for b in picked]
+    return Lengths(bins=bins, isl=isl, osl=osl, sample=sample)
+
+
+def _percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
+
+
+def _batches(limit: int) -> list[int]:
+    """Batches to try: powers of two up to the limit, and the limit."""
+    found = {1, limit}
+    b = 2
+    while b < limit:
+        found.add(b)
+        b *= 2
+    return sorted(found)
+
+
+@dataclass
+class Point:
+    """One replica's steady state at an operating batch."""
+
+    batch: int
+    ttft: Latency
+    tpot: Latency
+    e2e: Latency
+    rate: float  # requests/s one replica sustains at this batch (Little's law)
+
+
+class Evaluator:
+    """One device and engine: the placement search, its facts, and each plan's timing."""
+
+    def __init__(self, spec: ModelSpec, request: RecommendRequest, device: Device,
+                 engine: str, lengths: Lengths, cal: Calibration) -> None:
+        self.spec, self.request, self.device, self.lengths, self.cal = (
+            spec, request, device, lengths, cal)
+        count = request.count or device.devices_per_node or 8
+        self.count = count
+        self.placement_request = PlacementRequest(
+            device=device, count=count, engine=engine, context=lengths.longest,
+            dtype=request.dtype, kv_dtype=request.kv_dtype, limit=None, calibration=cal)
+        self.placed = plan_placement(spec, self.placement_request)
+        self.facts: ModelFacts = model_facts(spec, self.placement_request)
+        self.chunk = self.facts.settings.max_num_batched_tokens
+        self.encoder_s = self._encoder_seconds()
+        self._profiles: dict[tuple[int, int, int], WorkProfile | None] = {}
+        self._work: ModelWork | None = None
+
+    def _encoder_seconds(self) -> float:
+        """One request's media through the encoder on one device (0 without an encoder)."""
+        if not self.facts.has_encoder:
+            return 0.0
+        from llm_inventory.engine.inventory import InventoryRequest, build_inventory
+        from llm_inventory.engine.roofline import peak_flops
+
+        inv = build_inventory(self.spec, InventoryRequest(context=self.lengths.longest))
+        peak = peak_flops(self.device, 16)
+        if inv.encoder is None or not peak:
+            return 0.0
+        return inv.encoder.flops / (peak * self.cal.efficiency(self.device.id).compute)
+
+    def profile(self, plan: Plan) -> WorkProfile | None:
+        key = (plan.tp, plan.pp, plan.ep)
+        if key not in self._profiles:
+            if self._work is None:
+                self._work = model_work(self.facts)
+            self._profiles[key] = work_profile(self.facts, *key, work=self._work)
+        return self._profiles[key]
+
+    def batch_limit(self, plan: Plan) -> int:
+        """Sequences one replica runs at once at the workload's mean lengths: its pools'
+        KV tokens over ISL + OSL per sequence, at most max_num_seqs per engine."""
+        d = plan.per_device
+        if d is None:
+            return 0
+        engines = max(1, plan.engines // max(1, plan.dp))
+        per_engine = d.kv_capacity_tokens / (self.lengths.isl + self.lengths.osl)
+        if not d.kv_capacity_tokens:
+            per_engine = float(self.facts.settings.max_num_seqs)
+        per_engine = min(per_engine, float(self.facts.settings.max_num_seqs))
+        return int(per_engine) * engines
+
+    # --- timing ---------------------------------------------------------------------------
+
+    def point(self, p: WorkProfile, batch: int, extra_ttft: float = 0.0) -> Point:
+        """A replica with `batch` sequences decoding at ISL + OSL/2 and their prompts riding
+        along (rule 3), with latency percentiles over the length sample."""
+        lengths, cal, chunk = self.lengths, self.cal, self.chunk
+        isl = self._prefill(lengths.isl)
+        context = lengths.isl + lengths.osl / 2
+        t = round_time(p, cal, Load(decode=batch, context=context, prefill=batch * isl
+                                    / lengths.osl, prompt=max(1, round(isl)),
+                                    prompts=batch / lengths.osl), chunk).seconds
+        rate = batch / (lengths.osl * t)
+        return self._spread(p, batch, t, rate, extra_ttft, busy=batch)
+
+    def _prefill(self, isl: float) -> float:
+        """Prompt tokens a prefill computes: the prefix cache serves the shared part."""
+        return max(1.0, isl * (1 - self.request.workload.prefix_share))
+
+    def _spread(self, p: WorkProfile, batch: int, t: float, rate: float, extra: float,
+                busy: float) -> Point:
+        ttfts, e2es = [], []
+        for isl, osl in self.lengths.sample:
+            own = max(1, round(self._prefill(isl)))
+            alone = prefill_alone(p, self.cal, own, self.chunk)
+            ttft = _first_token(p, self.cal, own, self.lengths.isl + self.lengths.osl / 2,
+                                max(0.0, busy - 1), rate, t, self.chunk, alone) + extra
+            ttfts.append(ttft)
+            e2es.append(ttft + max(0, osl - 1) * t)
+        ttft_l = Latency(p50=_percentile(ttfts, 0.5), p95=_percentile(ttfts, 0.95))
+        return Point(batch=batch, ttft=ttft_l, tpot=Latency(p50=t, p95=t),
+                     e2e=Latency(p50=_percentile(e2es, 0.5), p95=_percentile(e2es, 0.95)),
+                     rate=rate)
+
+    def under_load(self, p: WorkProfile, batch: int, rate: float | None,
+                   concurrency: float | None, extra: float) -> tuple[Point, bool]:
+        """The replica's real load: its share of the rate or of the users."""
+        lengths = self.lengths
+        served = serve(p, self.cal, isl=max(1, round(self._prefill(lengths.isl))),
+                       osl=max(1, round(lengths.osl)), cap=batch, chunk=self.chunk,
+                       rate=rate, concurrency=concurrency)
+        point = self._spread(p, batch, served.tpot_s, served.requests_per_s, extra,
+                             busy=served.concurrency)
+        if concurrency is not None:  # users waiting for a slot wait before their prefill
+            shift = max(0.0, served.ttft_s - point.ttft.p50)
+            point.ttft = Latency(p50=point.ttft.p50 + shift, p95=point.ttft.p95 + shift)
+            point.e2e = Latency(p50=point.e2e.p50 + shift, p95=point.e2e.p95 + shift)
+        return point, served.saturated
+
+
+def _judge(point: Point, request: RecommendRequest) -> tuple[Status, list[str]]:
+    """meets / near miss (every target within 20 %) / misses, and what is missed."""
+    t = request.targets
+    key = t.percentile
+    worst = 0.0
+    missed = []
+    for name, target, value in (("TTFT", t.ttft_s, getattr(point.ttft, key)),
+                                ("TPOT", t.tpot_s, getattr(point.tpot, key)),
+                                ("E2E", t.e2e_s, getattr(point.e2e, key))):
+        if target is None:
+            continue
+        ratio = value / target
+        worst = max(worst, ratio)
+        if ratio > 1:
+            missed.append(f"{name} {key} {value * 1000:,.0f} ms > {target * 1000:,.0f} ms")
+    if worst <= 1:
+        return "meets", missed
+    return ("near miss" if worst <= NEAR else "misses"), missed
+
+
+def _cost(request: RecommendRequest, device: Device, gpus: int,
+          tokens_per_s: float) -> Cost | None:
+    """The cheapest matching price (the named provider's, spot where asked and published)."""
+    from llm_inventory.spec.prices import price_catalog
+
+    catalog = request.prices if request.prices is not None else price_catalog()
+    offers = [p for p in catalog.prices if p.device == device.id
+              and (request.provider is None or p.provider == request.provider)]
+    if not offers:
+        return None
+
+    def rate(p: object) -> float:
+        from llm_inventory.spec.prices import Price
+
+        assert isinstance(p, Price)
+        return p.spot if request.spot and p.spot is not None else p.on_demand
+
+    best = min(offers, key=rate)
+    per_gpu = rate(best)
+    per_hour = per_gpu * gpus
+    per_million = per_hour / (tokens_per_s * 3600) * 1e6 if tokens_per_s > 0 else None
+    return Cost(provider=best.provider, offer=best.offer, price_per_gpu_hour=per_gpu,
+                pricing="spot" if request.spot and best.spot is not None else "on-demand",
+                as_of=best.as_of, source=best.source, per_hour=per_hour,
+                per_month=per_hour * HOURS_PER_MONTH, per_million_output_tokens=per_million)
+
+
+def _label(plan: Plan, replicas: int) -> str:
+    text = f"tp{plan.tp} pp{plan.pp}" + (f" ep{plan.ep}" if plan.ep > 1 else "")
+    text += f" ×{replicas}"
+    return text + {"encoder": " enc", "prefill/decode": " P/D"}.get(plan.disaggregation or "", "")
+
+
+def _choose_batch(ev: Evaluator, p: WorkProfile, limit: int, request: RecommendRequest,
+                  extra: float) -> tuple[Point, list[Point]]:
+    """The operating batch: the largest whose point meets the targets, else the best near
+    miss, else batch 1; with every point tried (for the Pareto front)."""
+    points = [ev.point(p, b, extra) for b in _batches(limit)]
+    rank = {"meets": 0, "near miss": 1, "misses": 2}
+    judged = [(rank[_judge(pt, request)[0]], -pt.batch, pt) for pt in points]
+    best_status = min(j[0] for j in judged)
+    if best_status == 2:
+        return points[0], points
+    return min((j for j in judged if j[0] == best_status), key=lambda j: j[1])[2], points
+
+
+def _plain(ev: Evaluator, plan: Plan, request: RecommendRequest,
+           pareto: list[ParetoPoint]) -> RecommendedPlan | None:
+    p = ev.profile(plan)
+    limit = ev.batch_limit(plan)
+    if p is None or limit < 1:
+        return None
+    w = request.workload
+    encoder_gpus = 0
+    extra = 0.0
+    notes: list[str] = []
+    if ev.encoder_s:
+        if plan.disaggregation == "encoder":
+            extra = ev.encoder_s
+        else:
+            extra = ev.encoder_s / p.group
+    op, points = _choose_batch(ev, p, limit, request, extra)
+    per_gpu_rep = plan.devices_per_replica
+    for pt in points:
+        pareto.append(ParetoPoint(device=ev.device.id, engine=ev.placed.engine,
+                                  label=_label(plan, 1), batch=pt.batch,
+                                  tokens_per_s_per_gpu=pt.batch / pt.tpot.p50 / per_gpu_rep,
+                                  tokens_per_s_per_user=1 / pt.tpot.p50, on_front=False))
+    rate = None
+    users = None
+    if w.qps is not None:
+        per_replica = op.batch / (op.ttft.p50 + ev.lengths.osl * op.tpot.p50)
+        replicas = max(1, math.ceil(w.qps / per_replica - 1e-9))
+        rate = w.qps / replicas
+    elif w.concurrency is not None:
+        replicas = max(1, math.ceil(w.concurrency / op.batch - 1e-9))
+        users = w.concurrency / replicas
+    else:
+        replicas = 1
+    if rate is not None or users is not None:
+        final, saturated = ev.under_load(p, op.batch, rate, users, extra)
+    else:  # no traffic given: the batch at its bound, every request queued
+        final, saturated = op, False
+    served = (w.qps if w.qps is not None else
+              final.rate * replicas if users is not None else op.rate)
+    if plan.disaggregation == "encoder":
+        encoder_gpus = max(1, math.ceil(served * ev.encoder_s))
+        notes.append(f"{encoder_gpus} encoder GPU(s) beside the replicas")
+    gpus = replicas * per_gpu_rep + encoder_gpus
+    status, missed = _judge(final, request)
+    if saturated:
+        status = "misses"
+        missed.append("the replicas cannot keep up with the rate")
+    tokens = served * ev.lengths.osl
+    return _finish(ev, plan, request, replicas=replicas, gpus=gpus, batch=op.batch,
+                   limit=limit, point=final, status=status, missed=missed, served=served,
+                   tokens=tokens, notes=notes, saturated=saturated)
+
+
+def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
+        RecommendedPlan | None:
+    """Prefill and decode pools sized apart (rule 5)."""
+    p = ev.profile(plan)
+    limit = ev.batch_limit(plan)
+    if p is None or limit < 1:
+        return None
+    w, lengths, cal, chunk = request.workload, ev.lengths, ev.cal, ev.chunk
+    isl = max(1, round(ev._prefill(lengths.isl)))
+    context = lengths.isl + lengths.osl / 2
+    # decode pool: the largest batch meeting TPOT, no prompts riding in its steps
+    best = None
+    for b in _batches(limit):
+        t = round_time(p, cal, Load(decode=b, context=context), chunk).seconds
+        if request.targets.tpot_s is None or t <= request.targets.tpot_s or best is None:
+            best = (b, t)
+    assert best is not None
+    batch, tpot = best
+    rate = w.qps
+    if rate is None:
+        users = w.concurrency or batch
+        rate = users / (prefill_alone(p, cal, isl, chunk) + lengths.osl * tpot)
+    decode_replicas = max(1, math.ceil(rate * lengths.osl * tpot / batch - 1e-9))
+    # prefill pool: prompts at the chunk's rate; M/D/1 wait for the pool's free steps
+    full = round_time(p, cal, Load(decode=0, context=1, prefill=chunk, prompt=isl,
+                                   prompts=chunk / isl), chunk).seconds
+    per_prompt = full * isl / chunk
+    alone = prefill_alone(p, cal, isl, chunk)
+    handoff = float(plan.kv_handover_bytes or 0) * lengths.isl / max(1, lengths.longest)
+    link = ev.device.inter_node_bandwidth_bytes_per_s or ev.device.intra_node_bandwidth_bytes_per_s
+    transfer = handoff / (link * plan.devices_per_replica) if link else 0.0
+    target = request.targets.ttft_s
+    prefill_replicas = 1
+    ttft = math.inf
+    for r in range(1, 10_000):
+        rho = rate * per_prompt / r
+        if rho >= 1:
+            continue
+        ttft = alone + rho * per_prompt / (2 * (1 - rho)) + transfer + cal.server_overhead_s
+        prefill_replicas = r
+        if target is None or ttft <= target or rho <= 0.5:
+            break
+    ttft_l = Latency(p50=ttft, p95=ttft)
+    e2e = ttft + (lengths.osl - 1) * tpot
+    point = Point(batch=batch, ttft=ttft_l, tpot=Latency(p50=tpot, p95=tpot),
+                  e2e=Latency(p50=e2e, p95=e2e), rate=rate)
+    status, missed = _judge(point, request)
+    gpus = (prefill_replicas + decode_replicas) * plan.devices_per_replica
+    need = handoff * rate
+    limit_bps = float(link * plan.devices_per_replica * prefill_replicas) if link else None
+    notes = [f"{prefill_replicas} prefill and {decode_replicas} decode replicas; each request "
+             f"hands {handoff / 1e6:,.0f} MB of KV over"]
+    if limit_bps is not None and need > limit_bps:
+        status = "misses"
+        missed.append(f"KV hand-off {need / 1e9:,.1f} GB/s > the links' {limit_bps / 1e9:,.1f}")
+    result = _finish(ev, plan, request, replicas=prefill_replicas + decode_replicas,
+                     gpus=gpus, batch=batch, limit=limit, point=point, status=status,
+                     missed=missed, served=rate, tokens=rate * lengths.osl, notes=notes,
+                     saturated=False)
+    return result.model_copy(update={
+        "prefill_replicas": prefill_replicas, "decode_replicas": decode_replicas,
+        "handoff_bytes_per_s": need, "handoff_limit_bytes_per_s": limit_bps,
+        "label": _label(plan, prefill_replicas + decode_replicas)})
+
+
+def _finish(ev: Evaluator, plan: Plan, request: RecommendRequest, *, replicas: int,
+            gpus: int, batch: int, limit: int, point: Point, status: Status,
+            missed: list[str], served: float, tokens: float, notes: list[str],
+            saturated: bool) -> RecommendedPlan:
+    if request.count is not None and gpus > request.count:
+        status = "misses"
+        missed.append(f"needs {gpus} GPUs; --count allows {request.count}")
+    energy = None
+    if request.power_price is not None and ev.device.tdp_watts:
+        energy = gpus * ev.device.tdp_watts / 1000 * request.power_price
+    return RecommendedPlan(
+        device=ev.device.id, engine=ev.placed.engine, engine_version=ev.placed.engine_version,
+        tp=plan.tp, pp=plan.pp, ep=plan.ep, disaggregation=plan.disaggregation,
+        label=_label(plan, replicas), gpus_per_replica=plan.devices_per_replica,
+        replicas=replicas, gpus=gpus, batch=batch, batch_limit=limit, ttft=point.ttft,
+        tpot=point.tpot, e2e=point.e2e, status=status, misses=missed,
+        requests_per_s=served, tokens_per_s_per_gpu=tokens / max(1, gpus),
+        tokens_per_s_per_user=1 / point.tpot.p50 if point.tpot.p50 else 0.0,
+        cost=_cost(request, ev.device, gpus, tokens), energy_per_hour=energy,
+        saturated=saturated, notes=notes)
+
+
+def _order(plans: list[RecommendedPlan], objective: str, percentile: str) -> \
+        list[RecommendedPlan]:
+    rank = {"meets": 0, "near miss": 1, "misses": 2}
+
+    def per_hour(p: RecommendedPlan) -> float:
+        return p.cost.per_hour if p.cost is not None else math.inf
+
+    def key(p: RecommendedPlan) -> tuple[float, ...]:
+        primary = {"cost": per_hour(p), "gpus": float(p.gpus),
+                   "latency": getattr(p.e2e, percentile),
+                   "throughput": -p.tokens_per_s_per_gpu}[objective]
+        return (rank[p.status], primary, per_hour(p), float(p.gpus),
+                0.0 if p.disaggregation is None else 1.0, float(p.tp), float(p.pp))
+
+    return sorted(plans, key=key)
+
+
+def _front(points: list[ParetoPoint]) -> list[ParetoPoint]:
+    """Mark the points no other beats on both tokens/s per GPU and per user."""
+    out = []
+    for a in points:
+        dominated = any(b.tokens_per_s_per_gpu >= a.tokens_per_s_per_gpu
+                        and b.tokens_per_s_per_user >= a.tokens_per_s_per_user
+                        and (b.tokens_per_s_per_gpu > a.tokens_per_s_per_gpu
+                             or b.tokens_per_s_per_user > a.tokens_per_s_per_user)
+                        for b in points)
+        out.append(a.model_copy(update={"on_front": not dominated}))
+    return out
+
+
+def _capacity(ev: Evaluator, plan: RecommendedPlan) -> list[CapacityPoint]:
+    """The chosen plan's pool (its binding stage) held at contexts from 1,024 tokens to the
+    model's limit: KV tokens and requests at that context."""
+    from llm_inventory.engine.placement.candidates import Shape
+    from llm_inventory.engine.placement.fit import size
+
+    facts = ev.facts
+    sized = size(facts, Shape(tp=plan.tp, pp=plan.pp, ep=plan.ep), [], [])
+    if not sized.pools or not all(pool > 0 for pool in sized.pools):
+        return []
+    limit = ev.spec.max_context or max(ev.lengths.longest, 131072)
+    contexts = sorted({c for c in (2 ** k for k in range(10, 21)) if c <= limit}
+                      | {ev.lengths.longest})
+    out = []
+    for context in contexts:
+        settings = facts.settings.model_copy(update={"max_model_len": context})
+        held, tokens = math.inf, 0
+        for stage, pool in zip(sized.ranges, sized.pools, strict=True):
+            layout = facts.engine.pool_layout(facts.kv_layers(plan.tp, stage.start,
+                                                              stage.stop), settings)
+            blocks, stage_tokens, conc = layout.measure(pool)
+            if layout.keeps_state and conc < held:
+                held, tokens = conc, stage_tokens
+        out.append(CapacityPoint(context=context, kv_tokens=tokens,
+                                 max_concurrency=0.0 if held == math.inf else held))
+    return out
+
+
+def _check(spec: ModelSpec, request: RecommendRequest, lengths: Lengths) -> None:
+    limit = spec.max_context
+    if limit is not None and lengths.longest > limit:
+        raise InputError("osl", f"ISL + OSL of {lengths.longest:,} tokens exceeds the "
+                         f"{limit:,} positions of {spec.name}")
+    if request.workload.qps is not None and request.workload.concurrency is not None:
+        raise InputError("qps", "give --qps or --concurrency, not both")
+
+
+def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
+    """Evaluate every plan on every device and engine asked, ranked by the objective.
+
+    Raises InputError for lengths past the model's positions and for contradictory traffic.
+    """
+    from llm_inventory.engine.placement.report import timing_estimate
+    from llm_inventory.spec.calibration import default_calibration
+
+    cal = request.calibration or default_calibration()
+    lengths = _lengths(request)
+    _check(spec, request, lengths)
+    plans: list[RecommendedPlan] = []
+    pareto: list[ParetoPoint] = []
+    evaluators: dict[tuple[str, str], Evaluator] = {}
+    for device in request.devices:
+        for engine in request.engines:
+            ev = Evaluator(spec, request, device, engine, lengths, cal)
+            evaluators[(device.id, ev.placed.engine)] = ev
+            for plan in ev.placed.plans:
+                if not plan.legal or not plan.fits:
+                    continue
+                found = (_disaggregated(ev, plan, request)
+                         if plan.disaggregation == "prefill/decode"
+                         else _plain(ev, plan, request, pareto))
+                if found is not None:
+                    plans.append(found)
+    ordered = _order(plans, request.objective, request.targets.percentile)
+    chosen = ordered[0] if ordered else None
+    launch: str | None = None
+    equivalents: dict[str, str] = {}
+    capacity: list[CapacityPoint] = []
+    if chosen is not None:
+        ev = evaluators[(chosen.device, chosen.engine)]
+        launch, equivalents = _launches(ev, chosen, request)
+        capacity = _capacity(ev, chosen)
+    shown = ordered[:request.limit] if request.limit else ordered
+    loaded = request.workload.qps is not None or request.workload.concurrency is not None
+    regime = "request rate" if loaded else "offline maximum"
+    engine_label = next(iter(evaluators.values())).facts.engine.label if evaluators else ""
+    notes = []
+    if len(lengths.bins) == 1:
+        notes.append("one length for every request: p95 is p50 (give --lengths for a spread; the "
+                     "spread of queueing is not modelled)")
+    if request.workload.qps is None and request.workload.concurrency is None:
+        notes.append("no --qps or --concurrency: one replica with its batch at the bound")
+    return RecommendResult(
+        model=spec.name, workload=request.workload, targets=request.targets,
+        objective=request.objective, order=OBJECTIVES[request.objective],
+        estimate=timing_estimate(cal, engine_label, regime), considered=len(plans),
+        meeting=sum(1 for p in plans if p.status == "meets"), plans=shown, chosen=chosen,
+        launch=launch, equivalents=equivalents, pareto=_front(pareto), capacity=capacity,
+        notes=notes,
+        trust={
+            "gpus": exact("whole replicas of plans whose memory fits"),
+            "batch_limit": engine_rule("the engine's KV pool and max_num_seqs"),
+            "latency": calibrated(cal.band(regime), f"the {regime} regime of published "
+                                  f"{cal.engine} measurements"),
+            "throughput": calibrated(cal.band(regime), "requests served at the operating "
+                                     "batch"),
+            "cost": exact("price catalog × GPUs: as exact as the dated list price"),
+        },
+    )
+
+
+def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -> \
+        tuple[str | None, dict[str, str]]:
+    """The chosen plan's command for its engine, and for every other registered engine."""
+    from llm_inventory.engine import serving
+
+    facts = ev.facts
+    model_kv = facts.kv_dtype if request.kv_dtype is not None else None
+    launch = LaunchPlan(model=request.model_ref, tp=plan.tp, pp=plan.pp, ep=plan.ep,
+                        context=facts.context, memory_fraction=facts.settings.memory_fraction,
+                        max_num_seqs=max(1, plan.batch // max(1, plan.ep // plan.tp
+                                                              if plan.ep > plan.tp else 1)),
+                        max_num_batched_tokens=facts.settings.max_num_batched_tokens,
+                        kv_dtype=model_kv, quantization=request.dtype
+                        if request.dtype in ("fp8",) else None)
+    own = launch_command(plan.engine, launch)
+    others = {}
+    for name in serving.names():
+        if name != plan.engine:
+            command = launch_command(name, launch)
+            if command is not None:
+                others[name] = command
+    return own, others

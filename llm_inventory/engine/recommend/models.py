@@ -1,0 +1,186 @@
+"""What `recommend` is asked and what it answers: request and result types."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+
+from llm_inventory.engine.timing.calibration import Calibration
+from llm_inventory.engine.trust import Trust
+from llm_inventory.spec.devices import Device
+from llm_inventory.spec.prices import PriceCatalog
+
+Percentile = Literal["p50", "p95"]
+Objective = Literal["cost", "latency", "gpus", "throughput"]
+Status = Literal["meets", "near miss", "misses"]
+
+OBJECTIVES: dict[str, str] = {
+    "cost": "plans that meet the targets first, then near misses; within each, the lowest "
+            "$ per hour, then fewest GPUs",
+    "latency": "plans that meet the targets first, then near misses; within each, the "
+               "shortest end-to-end time at the percentile, then the lowest $ per hour",
+    "gpus": "plans that meet the targets first, then near misses; within each, fewest GPUs, "
+            "then the lowest $ per hour",
+    "throughput": "plans that meet the targets first, then near misses; within each, the "
+                  "most output tokens/s per GPU, then the lowest $ per hour",
+}
+NEAR = 1.2  # a near miss is within 20 % of every target
+
+
+class LengthBin(BaseModel):
+    """One bin of a length histogram: prompt and output tokens, and its weight."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    isl: int = Field(ge=1)
+    osl: int = Field(ge=1)
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+
+
+class Workload(BaseModel):
+    """The traffic: lengths (fixed, or a histogram), and a request rate or a concurrency."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    isl: int = Field(ge=1)
+    osl: int = Field(ge=1)
+    histogram: list[LengthBin] = Field(default_factory=list)
+    qps: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    concurrency: int | None = Field(default=None, ge=1)
+    prefix_share: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
+
+
+class Targets(BaseModel):
+    """Latency targets in seconds (None: no target), held at `percentile`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ttft_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    tpot_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    e2e_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    percentile: Percentile = "p50"
+
+
+class RecommendRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_ref: str  # the model as the user named it (for the launch command)
+    devices: list[Device] = Field(min_length=1)
+    count: int | None = Field(default=None, ge=1)  # most GPUs in all
+    engines: list[str] = Field(default_factory=lambda: ["vllm"])
+    workload: Workload
+    targets: Targets = Targets()
+    objective: Objective = "cost"
+    prices: PriceCatalog | None = None  # None: the packaged catalog
+    provider: str | None = None
+    spot: bool = False
+    power_price: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # $/kWh
+    dtype: str | None = None
+    kv_dtype: str | None = None
+    seed: int = Field(default=0, ge=0)
+    samples: int = Field(default=200, ge=1, le=100_000)
+    limit: int | None = Field(default=None, ge=0)
+    calibration: Calibration | None = None
+
+
+class Cost(BaseModel):
+    """What a plan costs to rent (and, with a power price, to power)."""
+
+    provider: str
+    offer: str
+    price_per_gpu_hour: float
+    pricing: Literal["on-demand", "spot"]
+    as_of: str
+    source: str
+    per_hour: float
+    per_month: float  # 730 hours
+    per_million_output_tokens: float | None
+
+
+class Latency(BaseModel):
+    """One latency figure at p50 and p95, seconds; a server that never catches up has no
+    finite figure (infinite here, null in JSON)."""
+
+    p50: float
+    p95: float
+
+    @field_validator("p50", "p95", mode="before")
+    @classmethod
+    def _none_is_never(cls, value: object) -> object:
+        return math.inf if value is None else value
+
+    @field_serializer("p50", "p95")
+    def _finite_or_null(self, value: float) -> float | None:
+        return value if math.isfinite(value) else None
+
+
+class RecommendedPlan(BaseModel):
+    device: str
+    engine: str
+    engine_version: str
+    tp: int
+    pp: int
+    ep: int
+    disaggregation: str | None = None
+    label: str  # tp8 pp1 ×3 …
+    gpus_per_replica: int
+    replicas: int
+    prefill_replicas: int | None = None  # prefill/decode pools sized apart
+    decode_replicas: int | None = None
+    gpus: int
+    batch: int  # sequences one replica runs at once at the operating point
+    batch_limit: int  # what its KV pool and max_num_seqs allow at the workload's lengths
+    ttft: Latency
+    tpot: Latency
+    e2e: Latency
+    status: Status
+    misses: list[str]  # which targets or limits it misses, and by how much
+    requests_per_s: float  # served by the whole deployment
+    tokens_per_s_per_gpu: float  # output tokens
+    tokens_per_s_per_user: float  # 1 ÷ TPOT at p50
+    cost: Cost | None
+    energy_per_hour: float | None = None  # with --power-price: GPUs × TDP × price
+    handoff_bytes_per_s: float | None = None  # prefill/decode KV hand-off at the rate
+    handoff_limit_bytes_per_s: float | None = None  # what the links carry
+    saturated: bool = False
+    notes: list[str] = Field(default_factory=list)
+
+
+class ParetoPoint(BaseModel):
+    device: str
+    engine: str
+    label: str
+    batch: int
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+    on_front: bool
+
+
+class CapacityPoint(BaseModel):
+    """The chosen plan's KV pool at one context length: tokens and requests it holds."""
+
+    context: int
+    kv_tokens: int
+    max_concurrency: float
+
+
+class RecommendResult(BaseModel):
+    schema_version: int = 1
+    model: str
+    workload: Workload
+    targets: Targets
+    objective: Objective
+    order: str
+    estimate: str  # how the times were obtained
+    considered: int  # plans evaluated
+    meeting: int
+    plans: list[RecommendedPlan]
+    chosen: RecommendedPlan | None
+    launch: str | None  # the chosen plan's engine command
+    equivalents: dict[str, str] = Field(default_factory=dict)  # the same plan, other engines
+    pareto: list[ParetoPoint]
+    capacity: list[CapacityPoint]  # the chosen plan's pool against context length
+    notes: list[str] = Field(default_factory=list)
+    trust: dict[str, Trust] = Field(default_factory=dict)

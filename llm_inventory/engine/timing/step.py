@@ -1,0 +1,130 @@
+"""The time of one engine step, and of one round in which every running sequence advances.
+
+Rules (constants from `Calibration`):
+- Compute: matmul FLOPs at the device's peak × its compute fraction; routed experts at
+  `experts` × that rate, their busiest EP rank setting the pace (straggler, checked against
+  the routing simulation); attention scores at `attention` × that rate (its share grows
+  with context).
+- Memory: the non-expert weights, the routed experts the step's tokens touch, and every
+  decoding sequence's KV, at the device's bandwidth × its bandwidth fraction.
+- The two join smoothly, (compute^n + memory^n)^(1/n): a step is neither purely
+  compute- nor purely bandwidth-bound near the ridge point.
+- Collectives add to it: TP all-reduce (2 per layer: fixed latency + ring payload
+  2 × (tp − 1) / tp over the link × `link`), EP dispatch and combine per MoE layer.
+- Overhead: `step_overhead_s` + `layer_overhead_s` per layer (scheduling, sampling, launch).
+- Chunking: a step carries at most max_num_batched_tokens tokens; more make more steps.
+- Pipeline: a round crosses every stage once; each stage runs 1 ÷ pp of the layers for a
+  micro-batch of 1 ÷ pp of the sequences (pp micro-batches in flight).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from llm_inventory.engine.timing.calibration import Calibration
+from llm_inventory.engine.timing.profile import WorkProfile
+
+
+@dataclass(frozen=True)
+class Load:
+    """What one round carries, over the whole replica."""
+
+    decode: float  # sequences producing one token each
+    context: float  # mean positions a decoding sequence attends
+    prefill: float = 0.0  # prompt tokens riding in the round
+    prompt: int = 0  # the prompt length those tokens come from (for attention's share)
+    prompts: float = 0.0  # prompts that finish (and sample a token) in the round
+
+
+@dataclass(frozen=True)
+class StepCost:
+    seconds: float
+    compute_s: float
+    memory_s: float
+    communication_s: float
+    overhead_s: float
+    steps: int
+
+
+@functools.lru_cache(maxsize=4096)
+def ep_straggler(experts: int, top_k: int, tokens: int, ep: int) -> float:
+    """Expected busiest-rank ÷ mean-rank load of `tokens` tokens routed uniformly over `ep`
+    ranks of experts ÷ ep experts each.
+
+    A token's top_k distinct experts put a hypergeometric count on a rank (mean k ÷ ep,
+    variance k p (1 − p)(E − k) ÷ (E − 1), p = 1 ÷ ep); the busiest of ep ranks sits Blom's
+    normal order statistic above the mean. `tests/engine/timing` checks it against the
+    routing simulation (`engine/routing.py`), which is too slow to run per plan.
+    """
+    if ep <= 1 or experts <= 1 or tokens < 1:
+        return 1.0
+    from statistics import NormalDist
+
+    p = 1 / ep
+    mean = tokens * top_k * p
+    spread = math.sqrt(tokens * top_k * p * (1 - p) * (experts - top_k) / (experts - 1))
+    z = NormalDist().inv_cdf((ep - 0.375) / (ep + 0.25))
+    factor = (mean + spread * z) / mean
+    if mean < 1:  # the busiest rank holds at least one assignment
+        factor = max(factor, 1 / mean)
+    return min(float(ep), factor)
+
+
+def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCost:
+    """One stage's step over `share` of the round's load."""
+    eff = cal.efficiency(p.device.id)
+    g = p.attention_groups
+    tokens = (load.decode + load.prefill) * share
+    seqs = (load.decode + load.prompts) * share
+    layer_share = 1 / p.pp
+    rate = p.peak * eff.compute
+    dense = (p.dense_flops_per_token * tokens + p.lm_head_flops * seqs) / (p.tp * g)
+    compute = dense * layer_share / rate
+    if p.expert_flops_per_token and tokens:
+        straggle = ep_straggler(p.experts, p.top_k, max(1, round(tokens)), p.ep) \
+            if p.ep > 1 else 1.0
+        compute += (p.expert_flops_per_token * tokens * straggle / p.group * layer_share
+                    / (rate * cal.experts))
+    attn = 0.0
+    if load.decode:
+        attn += load.decode * share * p.attention_flops(max(0, round(load.context) - 1),
+                                                        max(1, round(load.context)))
+    if load.prefill and load.prompt:
+        attn += load.prefill * share * p.attention_flops(0, load.prompt) / load.prompt
+    compute += attn / (p.tp * g) * layer_share / (rate * cal.attention)
+    read = p.dense_weight_bytes + p.expert_weight_bytes * p.touched(tokens)
+    read += load.decode * share / g * p.kv_bytes(round(load.context))
+    memory = read / (p.bandwidth * eff.bandwidth)
+    n = cal.smoothness
+    work = (compute ** n + memory ** n) ** (1 / n) if compute or memory else 0.0
+    comm = 0.0
+    link = p.link()
+    per_device_tokens = tokens / g
+    payload = per_device_tokens * p.hidden * p.activation_bytes
+    stage_layers = p.layers * layer_share
+    if p.tp > 1:
+        ring = payload * 2 * (p.tp - 1) / p.tp / (link * cal.link) if link else 0.0
+        comm += 2 * stage_layers * (cal.collective_latency_s + ring)
+    if p.ep > 1 and p.moe_layers:
+        moved = per_device_tokens / max(1, p.tp) * min(p.top_k, p.ep - 1) * p.hidden \
+            * p.activation_bytes * (p.ep - 1) / p.ep
+        alltoall = moved / (link * cal.link) if link else 0.0
+        comm += 2 * p.moe_layers * layer_share * (cal.collective_latency_s + alltoall)
+    overhead = cal.step_overhead_s + cal.layer_overhead_s * stage_layers
+    return StepCost(seconds=work + comm + overhead, compute_s=compute, memory_s=memory,
+                    communication_s=comm, overhead_s=overhead, steps=1)
+
+
+def round_time(p: WorkProfile, cal: Calibration, load: Load, chunk: int) -> StepCost:
+    """One round: every decoding sequence advances a token and `load.prefill` prompt tokens
+    are processed, in as many steps of at most `chunk` tokens as that takes, across every
+    pipeline stage (see the module rules)."""
+    tokens = load.decode + load.prefill
+    steps = max(1, math.ceil(tokens / chunk - 1e-9))
+    one = _stage(p, cal, load, 1 / (steps * p.pp))
+    factor = steps * p.pp
+    return StepCost(seconds=one.seconds * factor, compute_s=one.compute_s * factor,
+                    memory_s=one.memory_s * factor, communication_s=one.communication_s * factor,
+                    overhead_s=one.overhead_s * factor, steps=steps)

@@ -1,0 +1,53 @@
+"""How each figure was obtained: the trust labels every result carries.
+
+- `exact`: counted from the model or checkpoint (parameters, bytes, state per token);
+- `engine rule`: the engine's own accounting, matched on its logs (KV pool, blocks,
+  maximum concurrency);
+- `calibrated estimate`: fitted on measurements, with the error band it showed there (the
+  runtime reserve, the time model);
+- `roofline`: physics only (peak FLOP/s and bandwidth at fixed fractions).
+JSON carries them per field group (`trust`); tables show a legend and a mark per column.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+TrustKind = Literal["exact", "engine rule", "calibrated estimate", "roofline"]
+
+#: The mark a table column carries for each kind.
+MARKS: dict[str, str] = {"exact": "", "engine rule": "°", "calibrated estimate": "~",
+                         "roofline": "^"}
+
+
+class Trust(BaseModel):
+    """How one group of figures was obtained."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: TrustKind
+    band: float | None = None  # relative error band (p90 on the calibration data)
+    basis: str = ""  # what it was counted, read or fitted from
+
+    def label(self) -> str:
+        if self.kind == "calibrated estimate" and self.band is not None:
+            return f"calibrated estimate (±{self.band:.0%})"
+        return self.kind
+
+
+def exact(basis: str = "") -> Trust:
+    return Trust(kind="exact", basis=basis)
+
+
+def engine_rule(basis: str = "") -> Trust:
+    return Trust(kind="engine rule", basis=basis)
+
+
+def calibrated(band: float | None, basis: str = "") -> Trust:
+    return Trust(kind="calibrated estimate", band=band, basis=basis)
+
+
+def roofline(basis: str = "") -> Trust:
+    return Trust(kind="roofline", basis=basis)

@@ -1,0 +1,173 @@
+"""`inventory recommend` through the runner: exit codes, bad input, JSON, plots, launch."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Invoke
+
+SEED = ["recommend", "examples/dense-70b.yaml", "--device", "h100", "--isl", "7000",
+        "--osl", "1000", "--qps", "2"]
+
+
+def test_require_slo_exit_codes(invoke: Invoke) -> None:
+    ok = invoke(*SEED, "--ttft", "2s", "--tpot", "50ms", "--require-slo", "--format", "json")
+    assert ok.code == 0, ok.stderr
+    assert ok.json()["meeting"] > 0
+    no = invoke(*SEED, "--tpot", "1ms", "--require-slo", "--format", "json")
+    assert no.code == 1
+    assert no.json()["meeting"] == 0
+    assert no.stderr.startswith("inventory: error: --require-slo: no plan")
+    assert len(no.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (["--isl", "-5"], "--isl"),
+    (["--isl", "0"], "--isl"),
+    (["--osl", "0"], "--osl"),
+    (["--qps", "0"], "--qps"),
+    (["--qps", "-1"], "--qps"),
+    (["--qps", "nan"], "--qps"),
+    (["--ttft", "nan"], "--ttft"),
+    (["--ttft", "-2s"], "--ttft"),
+    (["--tpot", "0ms"], "--tpot"),
+    (["--e2e", "inf"], "--e2e"),
+    (["--prefix-share", "1"], "--prefix-share"),
+    (["--prefix-share", "nan"], "--prefix-share"),
+    (["--osl", "200000"], "--osl"),
+    (["--power-price", "-1"], "--power-price"),
+    (["--objective", "speed"], "--objective"),
+    (["--percentile", "p99"], "--percentile"),
+    (["--concurrency", "0"], "--concurrency"),
+])
+def test_bad_workloads_and_targets_exit_2_with_one_line(invoke: Invoke, args: list[str],
+                                                        flag: str) -> None:
+    run = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--isl", "1000",
+                 "--osl", "200", *args)
+    assert run.code == 2, (run.stdout, run.stderr)
+    assert run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert flag in run.stderr
+
+
+def test_json_carries_plans_costs_trust_and_the_launch(invoke: Invoke) -> None:
+    run = invoke(*SEED, "--ttft", "2s", "--tpot", "50ms", "--format", "json")
+    data = run.json()
+    chosen = data["chosen"]
+    for key in ("replicas", "gpus", "status", "ttft", "tpot", "cost",
+                "tokens_per_s_per_gpu", "tokens_per_s_per_user"):
+        assert key in chosen
+    assert chosen["cost"]["source"].startswith("http") and chosen["cost"]["as_of"]
+    assert data["trust"]["latency"]["kind"] == "calibrated estimate"
+    assert data["launch"].startswith("vllm serve examples/dense-70b.yaml")
+
+
+def test_the_launch_command_reads_back_to_the_plan(invoke: Invoke) -> None:
+    from llm_inventory.engine import serving
+    from llm_inventory.engine.serving.base import ServingEngine
+
+    data = invoke(*SEED, "--ttft", "2s", "--tpot", "50ms", "--format", "json").json()
+    chosen = data["chosen"]
+    argv = shlex.split(data["launch"])
+    engine = serving.get("vllm")
+    assert argv[:2] == ["vllm", "serve"]
+    if type(engine).parse_launch is not ServingEngine.parse_launch:
+        read = engine.parse_launch(argv[2:])
+        assert (read.tp, read.pp, read.context) == (chosen["tp"], chosen["pp"], 8000)
+        assert read.max_num_seqs == chosen["batch"]
+    else:  # until vLLM's reader lands: read the flags as vLLM's argument parser would
+        flags = dict(zip(argv[3::2], argv[4::2], strict=False))
+        assert int(flags["--tensor-parallel-size"]) == chosen["tp"]
+        assert int(flags.get("--pipeline-parallel-size", 1)) == chosen["pp"]
+        assert int(flags["--max-model-len"]) == 8000
+        assert int(flags["--max-num-seqs"]) == chosen["batch"]
+        assert float(flags["--gpu-memory-utilization"]) == 0.92
+
+
+def test_table_shows_status_marks_the_front_and_the_launch(invoke: Invoke) -> None:
+    run = invoke(*SEED, "--ttft", "2s", "--tpot", "50ms", "--limit", "3")
+    assert run.code == 0
+    out = run.stdout
+    assert "meets" in out and "Pareto front" in out and "●" in out
+    assert "launch: vllm serve" in out
+    assert "calibrated estimate (±" in out
+
+
+def test_use_case_presets_and_histograms(invoke: Invoke, tmp_path: Path) -> None:
+    chat = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--use-case", "chat",
+                  "--qps", "4", "--format", "json").json()
+    assert chat["workload"]["isl"] == 1000 and chat["targets"]["percentile"] == "p95"
+    hist = tmp_path / "lengths.csv"
+    hist.write_text("isl,osl,weight\n500,100,3\n4000,800,1\n")
+    run = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--lengths", str(hist),
+                 "--qps", "2", "--format", "json")
+    assert run.code == 0, run.stderr
+    assert len(run.json()["workload"]["histogram"]) == 2
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- {isl: 500, osl: -1}\n")
+    run = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--lengths", str(bad))
+    assert run.code == 2 and "osl" in run.stderr
+
+
+def test_prices_file_overrides_the_catalog(invoke: Invoke, tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("prices:\n  - {device: h100-sxm, provider: ours, on_demand: 1.25,"
+                      " as_of: '2026-02-01', source: our contract}\n")
+    data = invoke(*SEED, "--prices", str(prices), "--provider", "ours",
+                  "--format", "json").json()
+    assert data["chosen"]["cost"]["price_per_gpu_hour"] == 1.25
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("prices:\n  - {device: h100-sxm, provider: x, on_demand: 1}\n")
+    run = invoke(*SEED, "--prices", str(broken))
+    assert run.code == 2 and "as_of" in run.stderr
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".png"])
+def test_plot_files(invoke: Invoke, tmp_path: Path, suffix: str) -> None:
+    target = tmp_path / f"chart{suffix}"
+    run = invoke(*SEED, "--ttft", "2s", "--plot", str(target), "--format", "json")
+    assert run.code == 0, run.stderr
+    data = target.read_bytes()
+    if suffix == ".png":
+        assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    else:
+        text = data.decode()
+        assert text.lstrip().startswith("<?xml") and "</svg>" in text
+        for label in ("pareto front", "KV tokens", "maximum concurrency"):
+            assert label in text
+
+
+def test_plot_series_are_the_results_figures(invoke: Invoke) -> None:
+    from llm_inventory.engine.recommend import RecommendResult
+    from llm_inventory.render.plot import plot_series
+
+    data = invoke(*SEED, "--ttft", "2s", "--format", "json").json()
+    result = RecommendResult.model_validate(data)
+    series = plot_series(result)
+    front = series["pareto front"]
+    assert front and front == sorted(front)
+    assert len(front) == sum(1 for p in data["pareto"] if p["on_front"])
+    assert [x for x, _ in series["KV tokens"]] == [c["context"] for c in data["capacity"]]
+
+
+def test_plot_refuses_other_files_before_any_work(invoke: Invoke, tmp_path: Path) -> None:
+    run = invoke(*SEED, "--plot", str(tmp_path / "chart.jpg"))
+    assert run.code == 2 and "--plot" in run.stderr and run.stdout == ""
+
+
+def test_json_equals_the_library(invoke: Invoke) -> None:
+    from llm_inventory.engine.recommend import RecommendRequest, Targets, Workload, recommend
+    from llm_inventory.spec.devices import resolve_device
+    from llm_inventory.spec.loader import load_model
+    from llm_inventory.spec.prices import price_catalog
+
+    data = invoke(*SEED, "--ttft", "2s", "--format", "json").json()
+    result = recommend(load_model("examples/dense-70b.yaml"), RecommendRequest(
+        model_ref="examples/dense-70b.yaml", devices=[resolve_device("h100")],
+        workload=Workload(isl=7000, osl=1000, qps=2.0), targets=Targets(ttft_s=2.0),
+        prices=price_catalog()))
+    assert data == json.loads(result.model_dump_json())
