@@ -147,7 +147,8 @@ class Setup:
         # The pools as vLLM 0.19 sizes them: the accounting the constants were fitted with
         # (the measured runs are TensorRT-LLM's; no engine's pool is theirs exactly).
         self.facts = model_facts(spec, PlacementRequest(
-            engine="vllm@0.19", device=device, count=row.gpu_count, tp=tp, pp=pp, ep=ep, context=4096,
+            engine="vllm@0.19", device=device, count=row.gpu_count, tp=tp, pp=pp, ep=ep,
+            context=4096,
             dtype=row.dtype, kv_dtype=row.kv_dtype, gpu_memory_utilization=0.95,
             max_num_batched_tokens=cal.max_num_batched_tokens, max_num_seqs=cal.max_num_seqs,
             allow_long_context=True, per_node=max(row.gpu_count, device.devices_per_node or 1)))
