@@ -80,6 +80,9 @@ def _values(shell: str, line: str) -> list[str]:
         ("inventory kv --kv-dtype fp8", {"fp8", "fp8_e4m3", "fp8_e5m2"}),
         ("inventory inventory x --dtype in", {"int8", "int4"}),
         ("inventory route --activation-dtype bf", {"bf16"}),
+        ("inventory placement x --engine s", {"sglang", "sglang@0.5.23"}),
+        ("inventory placement x --engine ", {"vllm", "sglang", "trtllm", "llamacpp"}),
+        ("inventory compare x --engine vllm,tr", {"vllm,trtllm"}),
     ],
 )
 def test_completion_offers_values(shell: str, line: str, expected: set[str]) -> None:

@@ -1,4 +1,5 @@
-"""Values for shell completion: preset names and aliases, device ids and aliases, dtypes.
+"""Values for shell completion: preset names and aliases, device ids and aliases, dtypes,
+serving engines.
 
 Each completer takes what has been typed and returns (value, help) pairs; Click turns them
 into bash, zsh and fish completions. A MODEL that is being typed as a path gets nothing
@@ -43,3 +44,16 @@ def dtypes(incomplete: str) -> list[tuple[str, str]]:
     from llm_inventory.units import DTYPE_BITS
 
     return _matches([(name, f"{bits} bits") for name, bits in DTYPE_BITS.items()], incomplete)
+
+
+def engines(incomplete: str) -> list[tuple[str, str]]:
+    """Engine names, then NAME@VERSION for the lowest release of each accounting era; after
+    a comma (several engines side by side), the next one."""
+    from llm_inventory.engine import serving
+
+    done, _, current = incomplete.rpartition(",")
+    prefix = f"{done}," if done else ""
+    eras = serving.all_eras()
+    names = [(name, f"the default {name} era") for name in serving.names()]
+    versions = [(f"{e.name}@{e.version}", e.label) for e in eras]
+    return [(prefix + value, text) for value, text in _matches(names + versions, current)]

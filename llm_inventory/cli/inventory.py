@@ -114,7 +114,7 @@ def compare(
     frames: FramesOption = 1,
     temporal_patch: TemporalOption = None,
     engine: Annotated[str | None, typer.Option(
-        "--engine", "-e", metavar="ENGINE[@VERSION],…",
+        "--engine", "-e", metavar="ENGINE[@VERSION],…", autocompletion=complete.engines,
         help="One model across serving engines instead: each engine's best plan on "
              "--device, a column each (JSON: a list of placement results).")] = None,
     device: Annotated[str | None, typer.Option(

@@ -107,7 +107,7 @@ def placement(
     block_size: Annotated[int | None, typer.Option(
         min=1, help="KV cache block size, tokens (default: the engine's; vLLM 16).")] = None,
     engine: Annotated[str, typer.Option(
-        "--engine", "-e", metavar="ENGINE[@VERSION]",
+        "--engine", "-e", metavar="ENGINE[@VERSION]", autocompletion=complete.engines,
         help="Serving engine whose accounting to follow (see `inventory engines`); several, "
              "comma-separated, side by side: vllm@0.10,vllm@0.19,vllm.",
     )] = "vllm",

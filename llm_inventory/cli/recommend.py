@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import DtypeOption, FormatOption, KvDtypeOption, tokens_parser
 from llm_inventory.render.output import OutputFormat
 
@@ -122,7 +123,7 @@ def recommend(
         "--count", "-n", min=1, help="Most GPUs in all (default: no cap; one node per "
                                      "replica at most).")] = None,
     engine: Annotated[list[str] | None, typer.Option(
-        "--engine", "-e", metavar="ENGINE[@VERSION]",
+        "--engine", "-e", metavar="ENGINE[@VERSION]", autocompletion=complete.engines,
         help="Serving engine; repeat for several (default vllm).")] = None,
     objective: Annotated[str, typer.Option(
         metavar="KEY", help="What ranks the plans that meet the targets: cost (default), "
