@@ -53,8 +53,25 @@ def emit(
 
         console = Console(highlight=False)
         rendered = table()
-        for part in rendered if isinstance(rendered, Sequence) else (rendered,):
-            console.print(part)
+        # Rendered to a string and written here, so that text the stream cannot encode
+        # (a lone surrogate from a model file) is replaced, and a closed pipe raises
+        # BrokenPipeError to the CLI's error boundary (Rich would exit 1 itself).
+        with console.capture() as captured:
+            for part in rendered if isinstance(rendered, Sequence) else (rendered,):
+                console.print(part)
+        sys.stdout.write(printable(captured.get(), sys.stdout))
+
+
+def printable(text: str, stream: Any) -> str:
+    """`text` with what `stream`'s encoding cannot write (lone surrogates …) replaced."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "replace").decode(encoding)
+    except LookupError:
+        return text
+    return text
 
 
 def warn(message: str) -> None:

@@ -13,7 +13,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from llm_inventory.errors import InputError
+from llm_inventory.bounds import LIST, config_bound
+from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.model import ModelSpec
 
 Builder = Callable[["HFConfig"], ModelSpec]
@@ -41,18 +42,23 @@ class HFConfig:
         return InputError(f"{self.label}: {key}", message)
 
     def integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
-        """An integer field (≥ minimum); the transformers default when absent."""
+        """An integer field (≥ minimum, ≤ the key's bound in `bounds.config_bound`); the
+        transformers default when absent."""
         value = self.data.get(key)
         if value is None:
             if default is None:
                 raise self._fail(key, "is required for this model type and missing")
             return default
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._fail(key, f"must be an integer, got {value!r}")
+            raise self._fail(key, f"must be an integer, got {excerpt(value)}")
         if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-            raise self._fail(key, f"must be an integer, got {value!r}")
-        if int(value) < minimum:
-            raise self._fail(key, f"must be at least {minimum}, got {value!r}")
+            raise self._fail(key, f"must be an integer, got {excerpt(value)}")
+        if value < minimum:
+            raise self._fail(key, f"must be at least {minimum}, got {excerpt(value)}")
+        bound = config_bound(key)
+        if value > bound.limit:
+            raise self._fail(key, f"must be at most {bound.limit:,} (the bound on {bound.unit}), "
+                             f"got {excerpt(value)}")
         return int(value)
 
     def opt_integer(self, key: str, *, minimum: int = 1) -> int | None:
@@ -63,7 +69,9 @@ class HFConfig:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._fail(key, f"must be a number, got {value!r}")
+            raise self._fail(key, f"must be a number, got {excerpt(value)}")
+        if isinstance(value, int) and value.bit_length() > 1000:  # past float range
+            raise self._fail(key, f"must be a finite number, got {excerpt(value)}")
         if not math.isfinite(value):
             raise self._fail(key, f"must be finite, got {value!r}")
         return float(value)
@@ -73,17 +81,23 @@ class HFConfig:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self._fail(key, f"must be true or false, got {value!r}")
+            raise self._fail(key, f"must be true or false, got {excerpt(value)}")
         return value
 
     def int_list(self, key: str) -> list[int] | None:
         value = self.data.get(key)
         if value is None:
             return None
+        bound = config_bound(key)
         if not isinstance(value, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= bound.limit
+            for v in value
         ):
-            raise self._fail(key, f"must be a list of non-negative integers, got {value!r}")
+            raise self._fail(key, f"must be a list of integers from 0 to {bound.limit:,}, got "
+                             f"{excerpt(value)}")
+        if len(value) > LIST.limit:
+            raise self._fail(key, f"must have at most {LIST.limit:,} entries, got "
+                             f"{len(value):,}")
         return list(value)
 
     def str_list(self, key: str) -> list[str] | None:
@@ -91,7 +105,10 @@ class HFConfig:
         if value is None:
             return None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self._fail(key, f"must be a list of strings, got {value!r}")
+            raise self._fail(key, f"must be a list of strings, got {excerpt(value)}")
+        if len(value) > LIST.limit:
+            raise self._fail(key, f"must have at most {LIST.limit:,} entries, got "
+                             f"{len(value):,}")
         return list(value)
 
     def sub(self, key: str) -> HFConfig:
@@ -110,7 +127,7 @@ class HFConfig:
 
         value = self.data.get("torch_dtype") or self.data.get("dtype") or "bfloat16"
         if not isinstance(value, str):
-            raise self._fail("torch_dtype", f"must be a dtype name, got {value!r}")
+            raise self._fail("torch_dtype", f"must be a dtype name, got {excerpt(value)}")
         return normalize_dtype(value, f"{self.label}: torch_dtype")
 
 
@@ -149,7 +166,7 @@ def from_hf_config(data: dict[str, Any], label: str, name: str | None = None) ->
     if builder is None:
         raise InputError(
             f"{label}: model_type",
-            f"unsupported model_type {model_type!r}; supported: "
+            f"unsupported model_type {excerpt(model_type)}; supported: "
             + ", ".join(supported_model_types()),
         )
     from pydantic import ValidationError
