@@ -36,7 +36,9 @@ EPILOG = (
     "2 bad input; 3 internal error (a bug: rerun with --debug); 141 output pipe closed."
 )
 
-_LONG_WORD = re.compile(r"\S{81,}")
+# A run of this many characters without a space is a value, not prose: a path this long is
+# itself hostile input. It is cut to its ends and its length.
+_LONG_WORD = re.compile(r"\S{201,}")
 
 
 def _one_line(message: str) -> str:
@@ -45,7 +47,7 @@ def _one_line(message: str) -> str:
 
     def cut(match: re.Match[str]) -> str:
         word = match[0]
-        return f"{word[:EXCERPT]}… ({len(word):,} characters)"
+        return f"{word[:EXCERPT]}…{word[-EXCERPT // 2:]} ({len(word):,} characters)"
 
     line = _LONG_WORD.sub(cut, " ".join(message.split()))
     if len(line) > ERROR_LINE:

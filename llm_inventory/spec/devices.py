@@ -263,6 +263,12 @@ def load_devices_file(path: Path | str) -> list[Device]:
     mapping. Reading is bounded in size and YAML aliases; every problem is one InputError
     naming the file and the field path (`devices.0.memory_bytes`).
     """
+    from llm_inventory.spec.yaml_io import reading
+
+    return reading(_load_devices_file)(path)
+
+
+def _load_devices_file(path: Path | str) -> list[Device]:
     from llm_inventory.spec.yaml_io import parse_json, parse_yaml, read_text
 
     path = Path(path)

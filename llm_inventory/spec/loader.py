@@ -14,6 +14,7 @@ from typing import Any
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
+from llm_inventory.spec.yaml_io import reading
 
 
 def spec_from_mapping(data: dict[str, Any], label: str) -> ModelSpec:
@@ -113,6 +114,7 @@ def _from_gguf(path: Path) -> ModelSpec:
     return spec_from_gguf(read_gguf(path))
 
 
+@reading
 def load_model(reference: str) -> ModelSpec:
     """Load MODEL: a preset, a YAML model file, a config.json, a model or Hub cache folder,
     or a GGUF file (any file of a split set)."""

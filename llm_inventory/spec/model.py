@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SkipValidation,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from llm_inventory import bounds as _b
 
@@ -36,8 +44,24 @@ Pixels = Annotated[int, Field(ge=1, le=_b.PIXELS.limit)]
 Frames = Annotated[int, Field(ge=1, le=_b.FRAMES.limit)]
 Params0 = Annotated[int, Field(ge=0, le=_b.PARAMETERS.limit)]
 Bits = Annotated[int, Field(ge=1, le=64)]
-Name = Annotated[str, Field(max_length=_b.NAME)]
-Text = Annotated[str, Field(max_length=_b.TEXT)]
+
+
+def _at_most(limit: int) -> BeforeValidator:
+    """A length bound on a str field that, unlike max_length, still accepts lone surrogates
+    (a folder name that is not UTF-8 reaches Python as one)."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str) and len(value) > limit:
+            raise PydanticCustomError("string_too_long",
+                                      "String should have at most {max_length} characters",
+                                      {"max_length": limit})
+        return value
+
+    return BeforeValidator(check)
+
+
+Name = Annotated[str, _at_most(_b.NAME), Field(json_schema_extra={"maxLength": _b.NAME})]
+Text = Annotated[str, _at_most(_b.TEXT), Field(json_schema_extra={"maxLength": _b.TEXT})]
 LayerList = Annotated[list[LayerIndex], Field(max_length=_b.LIST.limit)]
 Tiles = Annotated[int, Field(ge=1, le=_b.IMAGES.limit)]
 Steps = Annotated[int, Field(ge=1, le=_b.STEPS.limit)]

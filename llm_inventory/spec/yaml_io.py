@@ -10,9 +10,11 @@ failure is an InputError naming the file, and the line where the parser knows it
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -23,6 +25,8 @@ from llm_inventory.bounds import (
     YAML_ALIASES,
 )
 from llm_inventory.errors import InputError, excerpt
+
+T = TypeVar("T")
 
 MAX_FILE_BYTES = FILE_BYTES
 MAX_ALIASES = YAML_ALIASES
@@ -48,6 +52,30 @@ class _Loader(_SafeLoader):  # type: ignore[misc, valid-type]
                 f"({type(exc).__name__})",
                 node.start_mark,
             ) from exc
+
+
+def reading(function: Callable[..., T]) -> Callable[..., T]:
+    """Make every way reading an input can fail one InputError naming it (the first argument):
+    a file-system error (a 1 MB name is ENAMETOOLONG), undecodable text, nesting too deep for
+    a parser, or memory running out on a huge file."""
+
+    @functools.wraps(function)
+    def guarded(source: Any, *args: Any, **kwargs: Any) -> T:
+        label = str(source)
+        try:
+            return function(source, *args, **kwargs)
+        except InputError:
+            raise
+        except OSError as exc:
+            raise InputError(label, f"cannot be read: {exc.strerror or exc}") from exc
+        except UnicodeError as exc:
+            raise InputError(label, f"is not readable text: {exc}") from exc
+        except RecursionError as exc:
+            raise InputError(label, "nests too deeply to read") from exc
+        except MemoryError as exc:
+            raise InputError(label, "is too large to read into memory") from exc
+
+    return guarded
 
 
 def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
