@@ -110,11 +110,15 @@ def run(args: Sequence[str]) -> Outcome:
 
 
 def _log(outcome: Outcome, seconds: float) -> None:
-    """With INVENTORY_FUZZ_LOG=FILE, one line per run: seconds, exit code, command line."""
+    """With INVENTORY_FUZZ_LOG=FILE, one line per run: seconds, exit code, the length of
+    the longest stderr line, the command line and the start of stderr."""
     path = os.environ.get("INVENTORY_FUZZ_LOG")
     if path:
+        longest = max(map(len, outcome.stderr.splitlines()), default=0)
+        shown = " ".join(outcome.stderr.split())[:300]
         with open(path, "a", encoding="utf-8", errors="backslashreplace") as log:
-            log.write(f"{seconds:.3f}\t{outcome.code}\t{_show(outcome.args)}\n")
+            log.write(f"{seconds:.3f}\t{outcome.code}\t{longest}\t{_show(outcome.args)}\t"
+                      f"{shown}\n")
 
 
 def _limits() -> None:  # pragma: no cover - runs in the child
@@ -132,7 +136,7 @@ def run_limited(args: Sequence[str]) -> Outcome:
         [sys.executable, "-m", "llm_inventory", *argv], capture_output=True, text=True,
         env=env, preexec_fn=_limits, timeout=3 * LIMIT_CPU_SECONDS, errors="replace",
     )
-    _log(Outcome(argv, done.returncode, "", ""), 0.0)
+    _log(Outcome(argv, done.returncode, "", done.stderr), 0.0)
     if done.returncode < 0:
         raise AssertionError(f"killed by signal {-done.returncode} (a resource limit?): "
                              f"{_show(argv)}\n{done.stderr[-2000:]}")
