@@ -51,6 +51,8 @@ PARAMETERS = Bound(10**15, "parameters", "500x the largest published model (~2 T
 FLOPS = Bound(10**24, "FLOP", "a million times a one-step FLOP count of the largest model",
               low=0)
 
+RAW_NUMBER = 2**53  # a number in a config read as is (rope_scaling …): products stay finite
+
 # --- workload ---------------------------------------------------------------------------
 
 CONTEXT = Bound(2**30, "tokens", "100x the longest published context (Llama 4 Scout: "

@@ -111,6 +111,9 @@ def placement(
         allow_cross_node_tp=allow_cross_node_tp, legal_only=legal_only, limit=limit,
         batch=batch, prompt_tokens=prompt_tokens,
     )
+    for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
+        if value is not None and value > n:  # nothing to place; and a search of that size
+            raise InputError(pin, f"{pin} {value:,} needs {value:,} devices; --count is {n:,}")
     if tp is not None and pp is not None and tp * pp > n:
         raise InputError("count", f"tp {tp} × pp {pp} needs {tp * pp} devices; --count is {n}")
     result = plan_placement(spec, request)

@@ -51,7 +51,7 @@ def emit(
     else:
         from rich.console import Console
 
-        console = Console(highlight=False)
+        console = Console(highlight=False, markup=False, emoji=False)  # names print as given
         rendered = table()
         # Rendered to a string and written here, so that text the stream cannot encode
         # (a lone surrogate from a model file) is replaced, and a closed pipe raises

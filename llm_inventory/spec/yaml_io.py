@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -89,8 +90,15 @@ def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
         size = path.stat().st_size
         if size > limit:
             raise InputError(label, f"is {size:,} bytes; input files are limited to {limit:,}")
-        with path.open("rb") as handle:
+        # Opened without blocking, so a FIFO nobody writes to reads as empty instead of
+        # hanging; reads then block as usual (process substitution, <(…), still works).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as handle:
             data = handle.read(limit + 1)
+        if len(data) > limit:  # a device or pipe has no size to check first
+            raise InputError(label, f"holds more than {limit:,} bytes; input files are "
+                             "limited to that")
     except OSError as exc:
         raise InputError(label, f"cannot be read: {exc.strerror or exc}") from exc
     except ValueError as exc:  # a NUL byte in the path

@@ -58,6 +58,8 @@ def _value(draw: st.DrawFn, param: Any) -> str:
         pool.append(st.sampled_from([str(member.value) for member in annotation]))
     if name in NAMED:
         pool.append(st.sampled_from(NAMED[name]))
+    if name in values.STRUCTURED and draw(st.booleans()):
+        return draw(values.STRUCTURED[name])
     pool.append(st.integers(min_value=0, max_value=100).map(str))
     strategy = st.one_of(*pool)
     if name in DEVICE_OPTIONS:

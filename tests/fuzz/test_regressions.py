@@ -102,6 +102,17 @@ def test_absurd_device_counts_are_refused(flag: str, value: str, bound: str) -> 
             flag, bound, value)
 
 
+def test_a_fifo_nobody_writes_to_does_not_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "fleet.yaml"
+    os.mkfifo(fifo)
+    refused(run(["devices", "--devices-file", fifo]), str(fifo), "empty")
+    refused(run(["inventory", fifo]), str(fifo))
+
+
+def test_an_endless_device_is_read_no_further_than_the_limit() -> None:
+    refused(run(["devices", "--devices-file", "/dev/zero"]), "/dev/zero", "4,194,304")
+
+
 # --- internal errors that were exit 3 -----------------------------------------------------
 
 
@@ -218,6 +229,16 @@ def test_a_lone_surrogate_in_a_model_name(tmp_path: Path, command: list[str]) ->
     assert "tiny-\\udcff" in json_out.stdout
 
 
+@pytest.mark.parametrize("command", [
+    ["inventory", "{}"], ["compare", "{}", "{}"], ["placement", "{}", "--device", "h100"]])
+def test_a_model_name_that_looks_like_rich_markup(tmp_path: Path, command: list[str]) -> None:
+    text = (Path(__file__).parents[2] / "examples" / "dense-70b.yaml").read_text()
+    path = _yaml_model(tmp_path, text.replace("name: dense-70b", 'name: "[/bold] [red"'))
+    outcome = run([str(path) if part == "{}" else part for part in command])
+    assert outcome.code == 0, outcome.stderr
+    assert "[/bold] [red" in outcome.stdout
+
+
 def test_a_5000_digit_tokens_is_refused_at_parse() -> None:
     line = refused(run(["kv", "--tokens", "9" * 5000]), "--tokens", "5,000 characters")
     assert len(line) < 300
@@ -246,3 +267,51 @@ def test_no_arguments_is_help_on_stderr_and_exit_2() -> None:
     assert outcome.code == 2
     assert outcome.stdout == ""
     assert "Usage" in outcome.stderr and "Commands" in outcome.stderr
+
+
+# --- found past the issue's list (fuzzing and sweeps at the bounds) ------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ["--chain", "top_p=1e-10"],  # p within the reach tolerance kept nothing
+    ["--chain", "top_p=5e-324"],
+])
+def test_a_tiny_top_p_keeps_the_top_token(args: list[str]) -> None:
+    outcome = run(["sample", *args, "--format", "json"])
+    assert outcome.code == 0
+    assert json.loads(outcome.stdout)["candidates"] == ["A"]
+
+
+@pytest.mark.parametrize("args", [
+    ["--logits", "A=-1e308,B=-1e308", "--chain", "temperature=1e-4"],
+    ["--logits", "A=-1e308", "--chain", "repetition_penalty=1e300@A"],
+])
+def test_logits_overflowing_to_minus_infinity(args: list[str]) -> None:
+    refused(run(["sample", *args]), "--chain", "overflow")
+
+
+@pytest.mark.parametrize("pin", ["--tp", "--pp", "--ep"])
+def test_a_pinned_split_wider_than_the_devices(pin: str) -> None:
+    """--pp 65536 on 8 devices sized 65,536 stages for 20 seconds."""
+    refused(run_limited(["placement", "llama-3.1-8b", "--device", "h100", pin, "65536"]),
+            pin, "65,536 devices", "--count is 8")
+
+
+@pytest.mark.parametrize("factor", ["Infinity", "NaN", "1e308", str(10**400)])
+def test_a_rope_factor_that_overflows(tmp_path: Path, factor: str) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    config = {**LLAMA, "rope_scaling": {"rope_type": "linear", "factor": "@"}}
+    (folder / "config.json").write_text(json.dumps(config).replace('"@"', factor))
+    refused(run(["inventory", folder]), "rope_scaling")
+
+
+def test_a_vision_mlp_ratio_that_overflows(tmp_path: Path) -> None:
+    """Qwen2-VL's vision width is embed_dim × mlp_ratio: 1e308 made it int(inf)."""
+    source = Path(__file__).parents[2] / "tests" / "data" / "more-configs"
+    config = json.loads((source / "Qwen--Qwen2-VL-7B-Instruct.json").read_text())
+    config["vision_config"]["mlp_ratio"] = 1e308
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    refused(run(["inventory", folder]), "vision_config: mlp_ratio", "within ±")

@@ -35,6 +35,7 @@ EDGE_TEXT = [
     "80GiB", "141GB", "79.1 GiB", "1EiB", "16EiB", "17EiB", "0B", "GiB", "1e3GB", "-80GiB",
     "x", "-", "--", "é", "\ud800", "\x00", "\n", "a" * 100_000, "1" * 100_000,
     "0.92", "1.0", "1.0000001", "0", "4x4", "448x448", "0x0", "99999x99999", "448×448",
+    "[/bold]", "[red]x[/blue]", ":smile:", "\x1b[31m",
     "A=1", "A=0.5,B=0.5", "A=nan", "A=1e400", "=", ",,,", "temperature=0", "top_k=0",
     "top_p=1e-400", "repetition_penalty=1e400@A", "ban@" + "A+" * 2000,
 ]
@@ -69,6 +70,36 @@ unit_junk = st.tuples(
 #: Any hostile value for one flag.
 hostile = st.one_of(edge_values, numbers, junk, unit_junk)
 
+# Numbers as a float parser meets them: denormals, the ends of the range, signed zeros.
+EDGE_FLOATS = st.sampled_from([
+    "0", "-0", "1", "0.5", "1e-5", "1e-9", "1e-10", "5e-324", "1e-320", "2.2e-308", "1e-300",
+    "1e300", "1e308", "-1e308", "1.7976931348623157e308", "1e309", "nan", "inf", "-inf", "-1",
+    "99999999999999999999999", "1e-400", "0.999999999999", "1.0000000001",
+])
+float_text = st.one_of(
+    EDGE_FLOATS, EDGE_FLOATS,
+    st.floats().map(repr),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+)
+tokens = st.sampled_from(["A", "B", "C", "", " ", "A A", "é", "=", "@", "+", "a" * 300])
+processor = st.one_of(
+    st.tuples(st.sampled_from(["temperature", "top_k", "top_p", "min_p"]), float_text).map(
+        lambda t: f"{t[0]}={t[1]}"),
+    st.tuples(float_text, st.lists(tokens, min_size=1, max_size=3)).map(
+        lambda t: f"repetition_penalty={t[0]}@{'+'.join(t[1])}"),
+    st.lists(tokens, min_size=1, max_size=3).map(lambda t: "ban@" + "+".join(t)),
+)
+#: Structured values for the options that take a small language of their own.
+STRUCTURED: dict[str, st.SearchStrategy[str]] = {
+    "chain": st.lists(processor, max_size=5).map(",".join),
+    "probs": st.lists(st.tuples(tokens, float_text), min_size=1, max_size=6).map(
+        lambda pairs: ",".join(f"{t}={v}" for t, v in pairs)),
+    "logits": st.lists(st.tuples(tokens, float_text), min_size=1, max_size=6).map(
+        lambda pairs: ",".join(f"{t}={v}" for t, v in pairs)),
+    "image_size": st.tuples(st.sampled_from(EDGE_NUMBERS[:20]), st.sampled_from(
+        EDGE_NUMBERS[:20])).map("x".join),
+}
+
 
 def for_subprocess(value: str) -> bool:
     """Whether `value` can be an argv entry of a real process (no NUL, valid UTF-8)."""
@@ -92,7 +123,8 @@ json_values = st.one_of(
     st.sampled_from([
         None, True, False, 0, -1, 1, 2, 3, 1.5, -0.0, 0.5, 2**31, 2**32 - 1, 2**53 + 1, 2**63,
         2**64, 10**30, 10**400, -(10**400), math.nan, math.inf, -math.inf, 1e308, "", "abc",
-        "bf16", "fp8", "\ud800", "x" * 100_000, [], [1] * 5000, [None], {}, {"a": 1},
+        "bf16", "fp8", "\ud800", "[/bold] [red", ":smile:", "x" * 100_000, [], [1] * 5000,
+        [None], {}, {"a": 1},
         [[[[[]]]]], DEEP, "llama", "mixtral", "deepseek_v3", "sliding_attention",
     ]),
     st.integers(min_value=-(2**70), max_value=2**70),

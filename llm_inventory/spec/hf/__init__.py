@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from llm_inventory.bounds import LIST, config_bound
+from llm_inventory.bounds import LIST, RAW_NUMBER, config_bound
 from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.model import ModelSpec
 
@@ -35,8 +35,23 @@ class HFConfig:
         return self.data.get(key) is not None
 
     def raw(self, key: str, default: Any = None) -> Any:
+        """The value as parsed (default when absent), once every number in it is finite and
+        within ±2**53 (bounds.RAW_NUMBER), so arithmetic on it cannot overflow."""
         value = self.data.get(key)
-        return default if value is None else value
+        if value is None:
+            return default
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+            elif not isinstance(item, bool) and isinstance(item, int | float) and not (
+                    -RAW_NUMBER <= item <= RAW_NUMBER):  # NaN compares false as well
+                raise self._fail(key, f"holds {excerpt(item)}; numbers in a config must be "
+                                 f"finite and within ±{RAW_NUMBER:,}")
+        return value
 
     def _fail(self, key: str, message: str) -> InputError:
         return InputError(f"{self.label}: {key}", message)
@@ -70,10 +85,9 @@ class HFConfig:
             return default
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self._fail(key, f"must be a number, got {excerpt(value)}")
-        if isinstance(value, int) and value.bit_length() > 1000:  # past float range
-            raise self._fail(key, f"must be a finite number, got {excerpt(value)}")
-        if not math.isfinite(value):
-            raise self._fail(key, f"must be finite, got {value!r}")
+        if not -RAW_NUMBER <= value <= RAW_NUMBER:  # NaN, infinities, huge integers
+            raise self._fail(key, f"must be a finite number within ±{RAW_NUMBER:,}, got "
+                             f"{excerpt(value)}")
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
