@@ -84,11 +84,15 @@ FILE_BYTES = 4 * 2**20  # YAML and JSON inputs: the largest config.json is ~10 K
 INDEX_BYTES = 256 * 2**20  # model.safetensors.index.json: DeepSeek-V3's is ~9 MB
 REF_BYTES = 1024  # a Hub cache's refs/main holds a 40-character commit hash
 SAFETENSORS_HEADER_BYTES = 100_000_000  # the format's own cap (safetensors' loader)
-CHECKPOINT_TENSORS = Bound(2**20, "tensors", "10x the tensors of the largest checkpoints "
-                           "(about 10^5)", low=0)
+CHECKPOINT_TENSORS = Bound(2**18, "tensors", "1.9x the tensors of the largest checkpoints "
+                           "(Kimi K2's FP8 weights and block scales: about 140,000)", low=0)
+CHECKPOINT_FILES = Bound(4096, "files", "25x the shards of the largest checkpoints (DeepSeek-V3: "
+                         "163)", low=0)
+TENSOR_NAME = 1024  # characters in a tensor name: real ones stay under 150
 TENSOR_RANK = Bound(16, "dimensions", "tensors have at most 5 dimensions; GGUF allows 4",
                     low=0)
-GGUF_TENSORS = Bound(2**20, "tensors", "as CHECKPOINT_TENSORS", low=0)
+GGUF_TENSORS = Bound(2**16, "tensors", "GGUF merges each layer's experts into one tensor: "
+                     "a few thousand at most", low=0)
 GGUF_KEYS = Bound(2**16, "keys", "llama.cpp writes about 50 metadata keys", low=0)
 GGUF_ARRAY = Bound(2**24, "entries", "64x the token list of a 262,144-entry vocabulary",
                    low=0)

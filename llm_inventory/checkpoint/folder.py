@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_inventory.bounds import CHECKPOINT_TENSORS, INDEX_BYTES, REF_BYTES, SIZE
+from llm_inventory.bounds import (
+    CHECKPOINT_FILES,
+    CHECKPOINT_TENSORS,
+    INDEX_BYTES,
+    REF_BYTES,
+    SIZE,
+    TENSOR_NAME,
+)
 from llm_inventory.checkpoint.classify import classify
 from llm_inventory.checkpoint.safetensors import TensorTable, read_safetensors
 from llm_inventory.errors import InputError, excerpt
@@ -77,6 +84,11 @@ def _read_index(path: Path) -> tuple[dict[str, str], int | None]:
     ):
         raise InputError(f"{label}: weight_map", "must map tensor names to shard file names")
     CHECKPOINT_TENSORS.check(f"{label}: weight_map", len(weight_map))
+    CHECKPOINT_FILES.check(f"{label}: weight_map shards", len(set(weight_map.values())))
+    long = next((name for name in weight_map if len(name) > TENSOR_NAME), None)
+    if long is not None:
+        raise InputError(f"{label}: weight_map", f"tensor name {excerpt(long)} is longer than "
+                         f"{TENSOR_NAME:,} characters")
     for shard in set(weight_map.values()):
         if Path(shard).name != shard or shard in ("", ".", ".."):
             raise InputError(f"{label}: weight_map", f"shard {excerpt(shard)} is not a file "
@@ -96,6 +108,7 @@ def _unindexed_files(folder: Path, notes: list[str]) -> list[Path]:
     files = sorted(p for p in folder.glob("*.safetensors") if p.is_file())
     if not files:
         return []
+    CHECKPOINT_FILES.check(f"{folder}: *.safetensors", len(files))
     single = folder / "model.safetensors"
     chosen = [single] if single.is_file() else [p for p in files if _SHARD.match(p.name)]
     if not chosen:
@@ -120,6 +133,7 @@ def read_tables(files: list[Path]) -> TensorTable:
                 raise InputError(str(path), f"tensor {tensor.name!r} is also in {other}")
             seen[tensor.name] = path.name
         tensors += table.tensors
+        CHECKPOINT_TENSORS.check(f"{path.parent}: tensors in the checkpoint", len(tensors))
         metadata = metadata or table.metadata
     return TensorTable(files=[p.name for p in files], tensors=tensors, metadata=metadata)
 

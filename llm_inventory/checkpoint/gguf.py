@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_inventory.bounds import GGUF_ARRAY, GGUF_KEYS, GGUF_TENSORS
+from llm_inventory.bounds import (
+    CHECKPOINT_FILES,
+    GGUF_ARRAY,
+    GGUF_KEYS,
+    GGUF_TENSORS,
+    TENSOR_NAME,
+)
 from llm_inventory.checkpoint.classify import classify
 from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.model import CheckpointTensor
@@ -92,6 +98,7 @@ def split_files(path: Path) -> list[Path]:
     count = int(match.group("count"))
     if count < 1 or int(match.group("no")) > count:
         raise InputError(str(path), "split number is past the split count")
+    CHECKPOINT_FILES.check(f"{path}: split count", count)
     files = [path.with_name(f"{match.group('stem')}-{i:05d}-of-{count:05d}.gguf")
              for i in range(1, count + 1)]
     missing = [p.name for p in files if not p.is_file()]
@@ -192,6 +199,9 @@ def _read_one(path: Path, gguf: Any) -> tuple[dict[str, Any], list[CheckpointTen
                          f"{exc})") from exc
     tensors: list[CheckpointTensor] = []
     for name, kind, dims, elements, offset in infos:
+        if len(name) > TENSOR_NAME:
+            raise InputError(str(path), f"tensor name {excerpt(name)} is longer than "
+                             f"{TENSOR_NAME:,} characters")
         if kind not in gguf.GGML_QUANT_SIZES:
             raise InputError(str(path), f"tensor {excerpt(name)} has type {kind.name}, whose "
                              "block size the gguf package does not know")
@@ -228,6 +238,7 @@ def read_gguf(path: Path) -> GGUFCheckpoint:
                 raise InputError(str(file), f"tensor {excerpt(tensor.name)} is in two splits")
             seen.add(tensor.name)
         tensors += found
+        GGUF_TENSORS.check(f"{files[0]}: tensors in the split set", len(tensors))
     expected = metadata.get("split.tensors.count")
     if len(files) > 1 and isinstance(expected, int) and expected != len(tensors):
         raise InputError(str(files[0]), f"split set declares {expected:,} tensors but its "

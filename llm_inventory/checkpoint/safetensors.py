@@ -23,6 +23,7 @@ from llm_inventory.bounds import (
     CHECKPOINT_TENSORS,
     SAFETENSORS_HEADER_BYTES,
     SIZE,
+    TENSOR_NAME,
     TENSOR_RANK,
 )
 from llm_inventory.checkpoint.classify import classify, dtype_tallies
@@ -138,6 +139,9 @@ def _dims(value: Any) -> tuple[int, ...] | None:
 
 def parse_header(raw: bytes, size: int, path: Path, file: str = "") -> TensorTable:
     """Validate header bytes against a file of `size` bytes and tabulate its tensors."""
+    if raw.count(b'"data_offsets"') > CHECKPOINT_TENSORS.limit:  # before parsing it all
+        raise _fail(path, f"tensors: holds more than {CHECKPOINT_TENSORS.limit:,} tensors, the "
+                    "bound on a checkpoint")
     try:
         header = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -162,6 +166,9 @@ def parse_header(raw: bytes, size: int, path: Path, file: str = "") -> TensorTab
     spans: list[tuple[int, int, str]] = []
     tensors: list[CheckpointTensor] = []
     for name, info in header.items():
+        if len(name) > TENSOR_NAME:
+            raise _fail(path, f"tensor name {excerpt(name)} is longer than {TENSOR_NAME:,} "
+                        "characters")
         if not isinstance(info, dict):
             raise _fail(path, f"tensor {excerpt(name)}: expected an object with dtype, shape and "
                         "data_offsets")

@@ -315,3 +315,26 @@ def test_a_vision_mlp_ratio_that_overflows(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(config))
     refused(run(["inventory", folder]), "vision_config: mlp_ratio", "within ±")
+
+
+def test_a_ten_megabyte_tensor_name(tmp_path: Path) -> None:
+    """Classifying one 10 MB name took 15 seconds."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    synthetic.write_config(folder, LLAMA)
+    tensors = synthetic.llama_tensors()
+    tensors["model.layers.0." + "x." * 5_000_000 + "weight"] = ("BF16", [4])
+    synthetic.write_safetensors(folder / "model.safetensors", tensors)
+    refused(run(["inventory", folder]), "tensor name", "1,024 characters")
+
+
+def test_more_tensors_than_any_checkpoint(tmp_path: Path) -> None:
+    """300,000 tensors took 16 seconds to tabulate; the bound is 262,144."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    synthetic.write_config(folder, LLAMA)
+    count = bounds.CHECKPOINT_TENSORS.limit + 1
+    raw = ("{" + ",".join(f'"t{i}":{{"dtype":"BF16","shape":[1],"data_offsets":[{2 * i},'
+                          f'{2 * i + 2}]}}' for i in range(count)) + "}").encode()
+    synthetic.write_raw(folder / "model.safetensors", raw, total=8 + len(raw) + 2 * count)
+    refused(run(["inventory", folder]), "tensors", "262,144")
