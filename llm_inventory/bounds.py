@@ -43,12 +43,13 @@ LAYERS = Bound(4096, "layers", "32x the deepest published decoder (Llama 3.1 405
 HEADS = Bound(4096, "heads", "32x the most attention heads published (DeepSeek-V3: 128)")
 WIDTH = Bound(2**20, "elements", "14x the widest published MLP (Nemotron-4 340B: 73,728); "
               "hidden, intermediate, head and latent widths")
-VOCAB = Bound(2**24, "rows", "64x the largest published vocabulary (Gemma 3: 262,144)")
+VOCAB = Bound(2**24, "rows", "64x the largest published vocabulary (Gemma 3: 262,208)")
 EXPERTS = Bound(2**16, "experts", "128x the most routed experts published (Qwen3-Next: 512)")
 NORMS = Bound(64, "norms", "a layer carries 2 to 4 norms")
 LIST = Bound(2**16, "entries", "per-layer and per-tensor lists stay within 16x LAYERS")
-PARAMETERS = Bound(10**15, "parameters", "500x the largest published model (~2 T)", low=0)
-FLOPS = Bound(10**24, "FLOP", "a million times a one-step FLOP count of the largest model",
+PARAMETERS = Bound(10**15, "parameters", "1,000x the largest open model (Kimi K2: 10^12)",
+                   low=0)
+FLOPS = Bound(10**24, "FLOP", "a frontier model's whole training run; one step is far less",
               low=0)
 
 RAW_NUMBER = 2**53  # a number in a config read as is (rope_scaling …): products stay finite
@@ -80,12 +81,12 @@ DEVICES_PER_NODE = Bound(1024, "devices", "14x the 72 GPUs of an NVL72 rack, the
 
 # --- files ------------------------------------------------------------------------------
 
-FILE_BYTES = 4 * 2**20  # YAML and JSON inputs: the largest config.json is ~10 KiB
+FILE_BYTES = 4 * 2**20  # YAML and JSON inputs: real config.json files are a few KiB
 INDEX_BYTES = 256 * 2**20  # model.safetensors.index.json: DeepSeek-V3's is ~9 MB
 REF_BYTES = 1024  # a Hub cache's refs/main holds a 40-character commit hash
 SAFETENSORS_HEADER_BYTES = 100_000_000  # the format's own cap (safetensors' loader)
-CHECKPOINT_TENSORS = Bound(2**18, "tensors", "1.9x the tensors of the largest checkpoints "
-                           "(Kimi K2's FP8 weights and block scales: about 140,000)", low=0)
+CHECKPOINT_TENSORS = Bound(2**18, "tensors", "2.8x DeepSeek-V3's ~92,000 (58 MoE layers x "
+                           "256 experts x 3 FP8 weights, each with its scale)", low=0)
 CHECKPOINT_FILES = Bound(4096, "files", "25x the shards of the largest checkpoints (DeepSeek-V3: "
                          "163)", low=0)
 TENSOR_NAME = 1024  # characters in a tensor name: real ones stay under 150

@@ -5,8 +5,8 @@ The invariants (issue: hostile and absurd inputs):
 - exit 2 is exactly one line on stderr, starting `inventory: error: `, and nothing on stdout;
 - no traceback, and no error line longer than bounds.ERROR_LINE plus its prefix;
 - JSON on stdout parses, holds no NaN or Infinity, and no negative size or count;
-- each run ends within a time limit (in process: an interval timer; in a subprocess, with
-  RLIMIT_CPU and RLIMIT_AS, the memory limit too).
+- each run ends within a time and a memory limit: in process, an interval timer and the
+  process's peak resident size; in a subprocess, RLIMIT_CPU and RLIMIT_AS.
 
 Most cases run in process through Typer's CliRunner, for speed; `run_limited` runs a
 sample as a real subprocess under resource limits.
@@ -106,6 +106,10 @@ def run(args: Sequence[str]) -> Outcome:
     outcome = Outcome(argv, result.exit_code, result.stdout, result.stderr)
     _log(outcome, time.perf_counter() - start)
     check(outcome)
+    # The process's peak resident size only grows: the first run to push it past the limit
+    # is the one that fails.
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    assert peak <= LIMIT_ADDRESS_BYTES, f"{_show(argv)}: peak memory {peak:,} B"
     return outcome
 
 
