@@ -11,7 +11,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
-from llm_inventory.errors import InputError
+from llm_inventory.errors import InputError, excerpt
 
 UnitSystem = Literal["iec", "si"]
 
@@ -48,9 +48,14 @@ _NUMBER = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?|\.[0-9]+)\s*([A-Za-z]*)\s
 
 
 def _split_number(text: str, field: str, what: str) -> tuple[Decimal, str]:
+    from llm_inventory.bounds import NUMBER_TEXT
+
+    if len(text) > NUMBER_TEXT:
+        raise InputError(field, f"expected {what} (at most {NUMBER_TEXT} characters), got "
+                         f"{excerpt(text)}")
     match = _NUMBER.match(text)
     if match is None:
-        raise InputError(field, f"expected {what}, got {text!r}")
+        raise InputError(field, f"expected {what}, got {excerpt(text)}")
     digits, suffix = match.groups()
     try:
         value = Decimal(digits.replace("_", "").replace(",", ""))
@@ -63,12 +68,15 @@ def parse_bytes(text: str | int, field: str = "size") -> int:
     """Parse a byte size: plain bytes or a number with an SI (`GB`) or IEC (`GiB`) unit.
 
     `80GiB` → 85,899,345,920; `141GB` → 141,000,000,000; `79.1 GiB` rounds to the nearest
-    byte. Negative, non-finite and unit-less fractional values are refused.
+    byte. Negative, non-finite and unit-less fractional values are refused, and so are sizes
+    past bounds.SIZE (16 EiB).
     """
+    from llm_inventory.bounds import SIZE
+
     if isinstance(text, int):
         if text < 0:
-            raise InputError(field, f"must not be negative, got {text}")
-        return text
+            raise InputError(field, f"must not be negative, got {excerpt(text)}")
+        return SIZE.check(field, text)
     value, suffix = _split_number(
         text, field, "a size such as 80GiB, 141GB or a number of bytes"
     )
@@ -76,36 +84,39 @@ def parse_bytes(text: str | int, field: str = "size") -> int:
     if factor is None:
         raise InputError(
             field,
-            f"unknown unit {suffix!r} in {text!r}; use B, KiB, MiB, GiB, TiB (binary) "
-            "or kB, MB, GB, TB (decimal)",
+            f"unknown unit {excerpt(suffix)} in {excerpt(text)}; use B, KiB, MiB, GiB, TiB "
+            "(binary) or kB, MB, GB, TB (decimal)",
         )
     result = value * factor
     if factor == 1 and result != result.to_integral_value():
         raise InputError(field, f"a byte count must be a whole number, got {text!r}")
-    return int(result.to_integral_value())
+    return SIZE.check(field, int(result.to_integral_value()))
 
 
 def parse_tokens(text: str | int, field: str = "tokens") -> int:
     """Parse a token count: `8000`, `8k` (8,000), `8K` (8,192), `128K`, `1m`, `1M`.
 
     Lower-case suffixes are decimal and upper-case binary, as vLLM reads them.
-    The result must be a whole number of tokens.
+    The result must be a whole number of tokens, at most bounds.TOKENS.
     """
+    from llm_inventory.bounds import TOKENS
+
     if isinstance(text, int):
         if text < 0:
-            raise InputError(field, f"must not be negative, got {text}")
-        return text
+            raise InputError(field, f"must not be negative, got {excerpt(text)}")
+        return TOKENS.check(field, text)
     value, suffix = _split_number(text, field, "a token count such as 8000, 8k or 128K")
     factor = _TOKEN_FACTORS.get(suffix)
     if factor is None:
         raise InputError(
             field,
-            f"unknown suffix {suffix!r} in {text!r}; use k/m (decimal) or K/M (binary)",
+            f"unknown suffix {excerpt(suffix)} in {excerpt(text)}; use k/m (decimal) or K/M "
+            "(binary)",
         )
     result = value * factor
     if result != result.to_integral_value():
         raise InputError(field, f"must be a whole number of tokens, got {text!r}")
-    return int(result)
+    return TOKENS.check(field, int(result))
 
 
 def parse_fraction(text: str, field: str, *, low: float = 0.0, high: float = 1.0) -> float:
@@ -113,9 +124,9 @@ def parse_fraction(text: str, field: str, *, low: float = 0.0, high: float = 1.0
     try:
         value = float(text)
     except ValueError as exc:
-        raise InputError(field, f"expected a number, got {text!r}") from exc
+        raise InputError(field, f"expected a number, got {excerpt(text)}") from exc
     if not math.isfinite(value) or not low < value <= high:
-        raise InputError(field, f"must be a number in ({low:g}, {high:g}], got {text!r}")
+        raise InputError(field, f"must be a number in ({low:g}, {high:g}], got {excerpt(text)}")
     return value
 
 
@@ -201,7 +212,7 @@ def normalize_dtype(name: str, field: str = "dtype") -> str:
     key = DTYPE_ALIASES.get(key, key)
     if key not in DTYPE_BITS:
         allowed = ", ".join(DTYPE_BITS)
-        raise InputError(field, f"unknown dtype {name!r}; allowed: {allowed}")
+        raise InputError(field, f"unknown dtype {excerpt(name)}; allowed: {allowed}")
     return key
 
 

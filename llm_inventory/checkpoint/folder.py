@@ -12,20 +12,28 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_inventory.bounds import (
+    CHECKPOINT_FILES,
+    CHECKPOINT_TENSORS,
+    INDEX_BYTES,
+    REF_BYTES,
+    SIZE,
+    TENSOR_NAME,
+)
 from llm_inventory.checkpoint.classify import classify
 from llm_inventory.checkpoint.safetensors import TensorTable, read_safetensors
-from llm_inventory.errors import InputError
+from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.model import CheckpointTensor
+from llm_inventory.spec.yaml_io import loads_json
 
 INDEX_NAME = "model.safetensors.index.json"
 # DeepSeek-V3's index is about 9 MB; a limit keeps a stray huge file from being parsed.
-MAX_INDEX_BYTES = 256 * 2**20
+MAX_INDEX_BYTES = INDEX_BYTES
 _SHARD = re.compile(r".*-\d+-of-\d+\.safetensors$")
 
 
@@ -67,11 +75,7 @@ def _read_index(path: Path) -> tuple[dict[str, str], int | None]:
         raise InputError(label, f"cannot be read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise InputError(label, f"is not UTF-8 text (byte {exc.start})") from exc
-    try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(label, f"malformed JSON at line {exc.lineno}, column {exc.colno}: "
-                         f"{exc.msg}") from exc
+    data: Any = loads_json(text, label)
     if not isinstance(data, dict):
         raise InputError(label, "expected a JSON object with weight_map")
     weight_map = data.get("weight_map")
@@ -79,18 +83,24 @@ def _read_index(path: Path) -> tuple[dict[str, str], int | None]:
         isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
     ):
         raise InputError(f"{label}: weight_map", "must map tensor names to shard file names")
+    CHECKPOINT_TENSORS.check(f"{label}: weight_map", len(weight_map))
+    CHECKPOINT_FILES.check(f"{label}: weight_map shards", len(set(weight_map.values())))
+    long = next((name for name in weight_map if len(name) > TENSOR_NAME), None)
+    if long is not None:
+        raise InputError(f"{label}: weight_map", f"tensor name {excerpt(long)} is longer than "
+                         f"{TENSOR_NAME:,} characters")
     for shard in set(weight_map.values()):
         if Path(shard).name != shard or shard in ("", ".", ".."):
-            raise InputError(f"{label}: weight_map", f"shard {shard!r} is not a file name in "
-                             "the folder")
+            raise InputError(f"{label}: weight_map", f"shard {excerpt(shard)} is not a file "
+                             "name in the folder")
     metadata = data.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
     if total is not None and (
         isinstance(total, bool) or not isinstance(total, int | float) or total < 0
-        or (isinstance(total, float) and not total.is_integer())
+        or (isinstance(total, float) and not total.is_integer()) or total > SIZE.limit
     ):
         raise InputError(f"{label}: metadata.total_size",
-                         f"must be a non-negative whole number of bytes, got {total!r}")
+                         f"must be a non-negative whole number of bytes, got {excerpt(total)}")
     return weight_map, None if total is None else int(total)
 
 
@@ -98,6 +108,7 @@ def _unindexed_files(folder: Path, notes: list[str]) -> list[Path]:
     files = sorted(p for p in folder.glob("*.safetensors") if p.is_file())
     if not files:
         return []
+    CHECKPOINT_FILES.check(f"{folder}: *.safetensors", len(files))
     single = folder / "model.safetensors"
     chosen = [single] if single.is_file() else [p for p in files if _SHARD.match(p.name)]
     if not chosen:
@@ -122,6 +133,7 @@ def read_tables(files: list[Path]) -> TensorTable:
                 raise InputError(str(path), f"tensor {tensor.name!r} is also in {other}")
             seen[tensor.name] = path.name
         tensors += table.tensors
+        CHECKPOINT_TENSORS.check(f"{path.parent}: tensors in the checkpoint", len(tensors))
         metadata = metadata or table.metadata
     return TensorTable(files=[p.name for p in files], tensors=tensors, metadata=metadata)
 
@@ -182,6 +194,8 @@ def _check_against_index(
 # --- Hugging Face cache folders -------------------------------------------------------------
 
 _HUB_REPO = re.compile(r"^(models|datasets|spaces)--(.+)$")
+# A snapshot folder's name: a commit hash, or the branch or tag name the Hub client wrote.
+_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 
 
 def hub_name(folder: Path) -> str | None:
@@ -206,12 +220,16 @@ def resolve_hub_cache(folder: Path) -> Path:
     ref = folder / "refs" / "main"
     if ref.is_file():
         try:
-            revision = ref.read_text("utf-8", errors="replace").strip()
+            with ref.open("rb") as handle:  # a commit hash: never read a huge file whole
+                raw = handle.read(REF_BYTES + 1)
         except OSError as exc:
             raise InputError(str(ref), f"cannot be read: {exc.strerror or exc}") from exc
+        revision = raw.decode("utf-8", errors="replace").strip()
+        if len(raw) > REF_BYTES or not _REVISION.match(revision):
+            raise InputError(str(ref), f"does not hold a revision name, got {excerpt(revision)}")
         target = snapshots / revision
-        if not revision or Path(revision).name != revision or not target.is_dir():
-            raise InputError(str(folder), f"refs/main names revision {revision[:40]!r}, "
+        if not target.is_dir():
+            raise InputError(str(folder), f"refs/main names revision {excerpt(revision)}, "
                              "which is not in snapshots/")
         return target
     found = sorted(p.name for p in snapshots.iterdir() if p.is_dir())

@@ -18,8 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_inventory.bounds import (
+    CHECKPOINT_FILES,
+    GGUF_ARRAY,
+    GGUF_KEYS,
+    GGUF_TENSORS,
+    TENSOR_NAME,
+)
 from llm_inventory.checkpoint.classify import classify
-from llm_inventory.errors import InputError
+from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.model import CheckpointTensor
 
 GGUF_MAGIC = b"GGUF"
@@ -52,24 +59,35 @@ class GGUFCheckpoint:
 
 
 def check_magic(path: Path) -> None:
-    """Refuse files that do not start with GGUF's magic number and a supported version."""
+    """Refuse files that do not start with GGUF's magic number and a supported version,
+    or whose tensor and key counts are past their bounds (or the file's own size)."""
     try:
         size = os.stat(path).st_size
         with open(path, "rb", buffering=0) as handle:
-            head = handle.read(8)
+            head = handle.read(24)
     except OSError as exc:
         raise InputError(str(path), f"cannot be read: {exc.strerror or exc}") from exc
-    if len(head) < 8 or size < 24:
+    if len(head) < 24 or size < 24:
         raise InputError(str(path), f"is {size:,} bytes long: too short for a GGUF header")
     if head[:4] != GGUF_MAGIC:
         raise InputError(str(path), f"is not a GGUF file: it starts with {head[:4]!r}, "
                          f"not {GGUF_MAGIC!r}")
-    (version,) = struct.unpack("<I", head[4:])
+    order = "<"
+    (version,) = struct.unpack("<I", head[4:8])
     if not version & 0xFFFF:  # a big-endian file: the reader swaps it, so may we
-        (version,) = struct.unpack(">I", head[4:])
+        order = ">"
+        (version,) = struct.unpack(">I", head[4:8])
     if version not in SUPPORTED_VERSIONS:
         raise InputError(str(path), f"is GGUF version {version}; supported: "
                          + ", ".join(map(str, SUPPORTED_VERSIONS)))
+    tensors, keys = struct.unpack(order + "QQ", head[8:24])
+    GGUF_TENSORS.check(f"{path}: tensor count", tensors)
+    GGUF_KEYS.check(f"{path}: metadata key count", keys)
+    # Each tensor info takes at least 24 bytes and each key/value 13: a count the file
+    # cannot hold is corrupt, whatever the reader would make of it.
+    if 24 + 24 * tensors + 13 * keys > size:
+        raise InputError(str(path), f"declares {tensors:,} tensors and {keys:,} metadata keys, "
+                         f"more than its {size:,} bytes can hold; the file is truncated")
 
 
 def split_files(path: Path) -> list[Path]:
@@ -80,6 +98,7 @@ def split_files(path: Path) -> list[Path]:
     count = int(match.group("count"))
     if count < 1 or int(match.group("no")) > count:
         raise InputError(str(path), "split number is past the split count")
+    CHECKPOINT_FILES.check(f"{path}: split count", count)
     files = [path.with_name(f"{match.group('stem')}-{i:05d}-of-{count:05d}.gguf")
              for i in range(1, count + 1)]
     missing = [p.name for p in files if not p.is_file()]
@@ -128,6 +147,9 @@ def _reader_class(gguf: Any) -> Any:
             count = int(length[0])
             kind = int(item[0])
             scalar = self.gguf_scalar_to_np.get(kind)
+            if count > GGUF_ARRAY.limit:
+                raise ValueError(f"a metadata array declares {count:,} entries, over the "
+                                 f"bound of {GGUF_ARRAY.limit:,}")
             if count <= _MAX_KEPT_ARRAY or (scalar is None and kind != string):
                 return super()._get_field_parts(orig_offs, raw_type)
             start = orig_offs + 12
@@ -177,13 +199,19 @@ def _read_one(path: Path, gguf: Any) -> tuple[dict[str, Any], list[CheckpointTen
                          f"{exc})") from exc
     tensors: list[CheckpointTensor] = []
     for name, kind, dims, elements, offset in infos:
+        if len(name) > TENSOR_NAME:
+            raise InputError(str(path), f"tensor name {excerpt(name)} is longer than "
+                             f"{TENSOR_NAME:,} characters")
+        if kind not in gguf.GGML_QUANT_SIZES:
+            raise InputError(str(path), f"tensor {excerpt(name)} has type {kind.name}, whose "
+                             "block size the gguf package does not know")
         block, type_size = gguf.GGML_QUANT_SIZES[kind]
         if dims and dims[0] % block:
-            raise InputError(str(path), f"tensor {name!r}: rows of {dims[0]} elements are not "
-                             f"whole {kind.name} blocks of {block}")
+            raise InputError(str(path), f"tensor {excerpt(name)}: rows of {dims[0]} elements "
+                             f"are not whole {kind.name} blocks of {block}")
         nbytes = elements // block * type_size
         if offset + nbytes > size:
-            raise InputError(str(path), f"tensor {name!r} ends at byte {offset + nbytes:,}, "
+            raise InputError(str(path), f"tensor {excerpt(name)} ends at byte {offset + nbytes:,}, "
                              f"past the end of the file ({size:,} bytes)")
         component, role, layer = classify(name)
         tensors.append(CheckpointTensor(
@@ -207,9 +235,10 @@ def read_gguf(path: Path) -> GGUFCheckpoint:
             metadata = values
         for tensor in found:
             if tensor.name in seen:
-                raise InputError(str(file), f"tensor {tensor.name!r} is in two splits")
+                raise InputError(str(file), f"tensor {excerpt(tensor.name)} is in two splits")
             seen.add(tensor.name)
         tensors += found
+        GGUF_TENSORS.check(f"{files[0]}: tensors in the split set", len(tensors))
     expected = metadata.get("split.tensors.count")
     if len(files) > 1 and isinstance(expected, int) and expected != len(tensors):
         raise InputError(str(files[0]), f"split set declares {expected:,} tensors but its "

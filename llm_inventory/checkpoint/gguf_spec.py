@@ -17,9 +17,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from llm_inventory.bounds import LAYERS, config_bound
 from llm_inventory.checkpoint.classify import build_facts
 from llm_inventory.checkpoint.gguf import ArrayLength, GGUFCheckpoint
-from llm_inventory.errors import InputError
+from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.model import (
     MLA,
     CheckpointTensor,
@@ -70,7 +71,11 @@ class _Meta:
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InputError(f"{self.label}: {self.arch}.{key}",
-                             f"must be a non-negative integer, got {value!r}")
+                             f"must be a non-negative integer, got {excerpt(value)}")
+        bound = config_bound(key)
+        if value > bound.limit:
+            raise InputError(f"{self.label}: {self.arch}.{key}", f"must be at most "
+                             f"{bound.limit:,} {bound.unit}, got {excerpt(value)}")
         return value
 
     def need(self, key: str) -> int:
@@ -95,6 +100,7 @@ def _layers(m: _Meta) -> tuple[int, list[int]]:
     except _Unsure:
         blocks = None
     total = blocks or (max(indices) + 1 if indices else 0)
+    LAYERS.check(f"{m.label}: {m.arch}.block_count (or the highest blk.N)", max(total, 1))
     layers = total - len([i for i in mtp if i < total]) if total else 0
     if layers < 1:
         raise InputError(m.label, f"{m.arch}.block_count is missing and no blk.N tensors "
@@ -320,6 +326,15 @@ def _metadata(values: dict[str, Any], arch: str) -> dict[str, str]:
 
 def spec_from_gguf(checkpoint: GGUFCheckpoint) -> ModelSpec:
     """A ModelSpec (with its checkpoint facts) for a GGUF model."""
+    from llm_inventory.spec.errors import from_validation
+
+    try:
+        return _spec_from_gguf(checkpoint)
+    except ValidationError as exc:  # a field past its bound (a name, a context …)
+        raise from_validation(exc, str(checkpoint.path)) from exc
+
+
+def _spec_from_gguf(checkpoint: GGUFCheckpoint) -> ModelSpec:
     arch = checkpoint.metadata.get("general.architecture")
     label = str(checkpoint.path)
     if not isinstance(arch, str) or not arch:

@@ -19,12 +19,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_inventory.bounds import (
+    CHECKPOINT_TENSORS,
+    SAFETENSORS_HEADER_BYTES,
+    SIZE,
+    TENSOR_NAME,
+    TENSOR_RANK,
+)
 from llm_inventory.checkpoint.classify import classify, dtype_tallies
-from llm_inventory.errors import InputError
+from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.model import CheckpointTally, CheckpointTensor
 
 # The format's own cap on the header (safetensors rejects larger headers as corrupt).
-MAX_HEADER_BYTES = 100_000_000
+MAX_HEADER_BYTES = SAFETENSORS_HEADER_BYTES
 
 # Element width in bits of every dtype the format defines.
 DTYPE_BITS: dict[str, int] = {
@@ -122,16 +129,19 @@ def read_header_bytes(path: Path) -> tuple[bytes, int]:
 
 
 def _dims(value: Any) -> tuple[int, ...] | None:
-    """A list of non-negative integers (JSON true/false are not integers) as a tuple."""
+    """A list of integers in [0, 2**64] (JSON true/false are not integers) as a tuple."""
     if type(value) is not list or not set(map(type, value)) <= {int}:
         return None
-    if value and min(value) < 0:
+    if value and (min(value) < 0 or max(value) > SIZE.limit):  # the format's u64 fields
         return None
     return tuple(value)
 
 
 def parse_header(raw: bytes, size: int, path: Path, file: str = "") -> TensorTable:
     """Validate header bytes against a file of `size` bytes and tabulate its tensors."""
+    if raw.count(b'"data_offsets"') > CHECKPOINT_TENSORS.limit:  # before parsing it all
+        raise _fail(path, f"tensors: holds more than {CHECKPOINT_TENSORS.limit:,} tensors, the "
+                    "bound on a checkpoint")
     try:
         header = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -139,6 +149,10 @@ def parse_header(raw: bytes, size: int, path: Path, file: str = "") -> TensorTab
     except json.JSONDecodeError as exc:
         raise _fail(path, f"header is not JSON (line {exc.lineno}, column {exc.colno}: "
                     f"{exc.msg})") from exc
+    except RecursionError as exc:
+        raise _fail(path, "header nests too deeply to be a tensor table") from exc
+    except ValueError as exc:  # an integer past Python's 4,300-digit conversion limit
+        raise _fail(path, "header holds an integer of more than 4,300 digits") from exc
     if not isinstance(header, dict):
         raise _fail(path, f"header must be a JSON object, got {type(header).__name__}")
     metadata: dict[str, str] = {}
@@ -148,32 +162,37 @@ def parse_header(raw: bytes, size: int, path: Path, file: str = "") -> TensorTab
             raise _fail(path, "__metadata__ must be an object of strings")
         metadata = {str(k): str(v) for k, v in given.items()}
 
+    CHECKPOINT_TENSORS.check(f"{path}: tensors", len(header))
     spans: list[tuple[int, int, str]] = []
     tensors: list[CheckpointTensor] = []
     for name, info in header.items():
+        if len(name) > TENSOR_NAME:
+            raise _fail(path, f"tensor name {excerpt(name)} is longer than {TENSOR_NAME:,} "
+                        "characters")
         if not isinstance(info, dict):
-            raise _fail(path, f"tensor {name!r}: expected an object with dtype, shape and "
+            raise _fail(path, f"tensor {excerpt(name)}: expected an object with dtype, shape and "
                         "data_offsets")
         dtype = info.get("dtype")
         if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
-            raise _fail(path, f"tensor {name!r} has unknown dtype {dtype!r}; known: "
+            raise _fail(path, f"tensor {excerpt(name)} has unknown dtype {excerpt(dtype)}; known: "
                         + ", ".join(DTYPE_BITS))
         shape = _dims(info.get("shape"))
-        if shape is None:
-            raise _fail(path, f"tensor {name!r}: shape must be a list of non-negative "
-                        f"integers, got {info.get('shape')!r}")
+        if shape is None or len(shape) > TENSOR_RANK.limit:
+            raise _fail(path, f"tensor {excerpt(name)}: shape must be a list of at most "
+                        f"{TENSOR_RANK.limit} non-negative integers, got "
+                        f"{excerpt(info.get('shape'))}")
         offsets = _dims(info.get("data_offsets"))
         if offsets is None or len(offsets) != 2 or offsets[0] > offsets[1]:
-            raise _fail(path, f"tensor {name!r}: data_offsets must be [begin, end] with "
-                        f"begin <= end, got {info.get('data_offsets')!r}")
+            raise _fail(path, f"tensor {excerpt(name)}: data_offsets must be [begin, end] with "
+                        f"begin <= end, got {excerpt(info.get('data_offsets'))}")
         elements = math.prod(shape)
         bits = elements * DTYPE_BITS[dtype]
         if bits % 8:
-            raise _fail(path, f"tensor {name!r}: {elements:,} {dtype} elements do not fill "
+            raise _fail(path, f"tensor {excerpt(name)}: {elements:,} {dtype} elements do not fill "
                         "whole bytes")
         begin, end = offsets
         if end - begin != bits // 8:
-            raise _fail(path, f"tensor {name!r}: data_offsets {list(offsets)} hold "
+            raise _fail(path, f"tensor {excerpt(name)}: data_offsets {list(offsets)} hold "
                         f"{end - begin:,} bytes but {dtype} × {list(shape)} needs "
                         f"{bits // 8:,}")
         spans.append((begin, end, name))
@@ -188,13 +207,13 @@ def parse_header(raw: bytes, size: int, path: Path, file: str = "") -> TensorTab
     for begin, end, name in spans:
         if begin != position:
             what = "overlaps the previous tensor" if begin < position else "leaves a gap"
-            raise _fail(path, f"tensor {name!r}: data_offsets start at {begin:,}, expected "
+            raise _fail(path, f"tensor {excerpt(name)}: data_offsets start at {begin:,}, expected "
                         f"{position:,} ({what})")
         position = end
     data_end = 8 + len(raw) + position
     if data_end > size:
         last = spans[-1][2]
-        raise _fail(path, f"tensor {last!r} ends at byte {data_end:,}, past the end of the "
+        raise _fail(path, f"tensor {excerpt(last)} ends at byte {data_end:,}, past the end of the "
                     f"file ({size:,} bytes); the file is truncated")
     if data_end < size:
         raise _fail(path, f"holds {size - data_end:,} bytes after its last tensor; "

@@ -1,34 +1,63 @@
 """The `inventory` command: one Typer app, its commands registered in one ordered block.
 
 This module is also the single error boundary: every failure becomes one line on stderr and
-an exit code (0 ok, 1 a requested check failed, 2 bad input), never a traceback unless
-`--debug` or INVENTORY_DEBUG asks for one.
+an exit code (ExitCode), never a traceback unless `--debug` (anywhere on the command line) or
+INVENTORY_DEBUG asks for one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from llm_inventory import __version__
+from llm_inventory.cli.help_format import Command as HelpCommand
 
 
 class ExitCode(IntEnum):
+    """The exit statuses of `inventory`, as the README's Conventions list them."""
+
     OK = 0
-    CHECK_FAILED = 1
-    BAD_INPUT = 2
-    INTERNAL = 3
+    CHECK_FAILED = 1  # a check the user asked for failed (--max-bytes, --require-fit)
+    BAD_INPUT = 2  # bad input, or no arguments at all (help on stderr, as Click does)
+    INTERNAL = 3  # a bug: one line, and --debug shows the traceback
+    PIPE_CLOSED = 141  # the reader of stdout went away: 128 + SIGPIPE, as a shell reports it
 
 
-def _fail(message: str, code: ExitCode) -> None:
-    line = " ".join(message.split())
-    sys.stderr.write(f"inventory: error: {line}\n")
+EPILOG = (
+    "Exit codes: 0 success; 1 a check you asked for failed (--max-bytes, --require-fit); "
+    "2 bad input; 3 internal error (a bug: rerun with --debug); 141 output pipe closed."
+)
+
+# A run of this many characters without a space is a value, not prose: a path this long is
+# itself hostile input. It is cut to its ends and its length.
+_LONG_WORD = re.compile(r"\S{201,}")
+
+
+def _one_line(message: str) -> str:
+    """The message on one bounded line: whitespace collapsed, long runs and the line cut."""
+    from llm_inventory.bounds import ERROR_LINE, EXCERPT
+
+    def cut(match: re.Match[str]) -> str:
+        word = match[0]
+        return f"{word[:EXCERPT]}…{word[-EXCERPT // 2:]} ({len(word):,} characters)"
+
+    line = _LONG_WORD.sub(cut, " ".join(message.split()))
+    if len(line) > ERROR_LINE:
+        line = f"{line[:ERROR_LINE]}… (cut at {ERROR_LINE:,} of {len(line):,} characters)"
+    return line.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _fail(message: str, code: ExitCode) -> NoReturn:
+    sys.stderr.write(f"inventory: error: {_one_line(message)}\n")
     sys.exit(int(code))
 
 
@@ -57,6 +86,51 @@ def _estimate_handler(strict: bool) -> Any:
     return handle
 
 
+def _closed_pipe() -> NoReturn:
+    """Leave quietly when stdout's reader has gone, as `head` users expect (Python's
+    documented recipe: point stdout at devnull so the final flush cannot fail again)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (a test runner)
+        pass
+    sys.exit(int(ExitCode.PIPE_CLOSED))
+
+
+def _internal(exc: Exception, debug: bool) -> NoReturn:
+    if debug:
+        raise exc
+    _fail(f"unexpected {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+          ExitCode.INTERNAL)
+
+
+def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """Take `--debug` out of the arguments wherever it stands (before a `--`)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    kept = [a for a in argv[:end] if a != "--debug"] + argv[end:]
+    return kept, len(kept) != len(argv)
+
+
+class _PipeClosed(Exception):
+    """stdout's reader went away while a command wrote its result."""
+
+
+class BoundedCommand(HelpCommand):
+    """A command whose integer options are checked against `bounds.OPTIONS` once parsed."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        from llm_inventory.bounds import check_option
+        from llm_inventory.errors import InputError
+
+        rest: list[str] = super().parse_args(ctx, args)
+        for param in self.params:
+            try:
+                check_option(str(param.name), ctx.params.get(str(param.name)))
+            except InputError as exc:
+                raise typer.BadParameter(exc.message, ctx=ctx, param=param) from exc  # type: ignore[arg-type]
+        return rest
+
+
 class InventoryGroup(TyperGroup):
     """A Typer group whose `main` turns every error into one line and an exit code."""
 
@@ -69,10 +143,12 @@ class InventoryGroup(TyperGroup):
         windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
+        from pydantic import ValidationError
+
         from llm_inventory.errors import CheckFailed, InputError
 
-        argv = list(sys.argv[1:] if args is None else args)
-        debug = "--debug" in argv or bool(os.environ.get("INVENTORY_DEBUG"))
+        argv, debug = _split_debug(list(sys.argv[1:] if args is None else args))
+        debug = debug or bool(os.environ.get("INVENTORY_DEBUG"))
         argv, self.strict = _take_strict(argv)
         try:
             result = super().main(
@@ -83,10 +159,12 @@ class InventoryGroup(TyperGroup):
                 windows_expand_args=windows_expand_args,
                 **extra,
             )
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         except typer.TyperException as exc:
             context = getattr(exc, "ctx", None)
             if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:
-                sys.stdout.write(context.get_help() + "\n")
+                help_text = exc.format_message()  # empty when Rich printed it (to stderr)
+                sys.stderr.write(help_text + "\n" if help_text else "")
                 sys.exit(int(ExitCode.BAD_INPUT))
             _fail(exc.format_message(), ExitCode.BAD_INPUT)
         except typer.Abort:
@@ -95,28 +173,40 @@ class InventoryGroup(TyperGroup):
             _fail(self._flagged(exc, argv), ExitCode.BAD_INPUT)
         except CheckFailed as exc:
             _fail(str(exc), ExitCode.CHECK_FAILED)
-        except BrokenPipeError:
-            sys.stderr.close()
-            sys.exit(int(ExitCode.CHECK_FAILED))
+        except (BrokenPipeError, _PipeClosed):
+            _closed_pipe()
+        except ValidationError as exc:
+            # A request model (PlacementRequest …) holds what the user asked for; any other
+            # model failing its own validation is a bug.
+            if debug or not exc.title.endswith("Request"):
+                _internal(exc, debug)
+            from llm_inventory.spec.errors import from_validation
+
+            _fail(self._flagged(from_validation(exc, ""), argv), ExitCode.BAD_INPUT)
         except Exception as exc:
-            if debug:
-                raise
-            _fail(
-                f"unexpected {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
-                ExitCode.INTERNAL,
-            )
+            _internal(exc, debug)
         sys.exit(result if isinstance(result, int) else 0)
 
     strict = False
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args or ctx.resilient_parsing:
+            return super().parse_args(ctx, args)
+        # Click >= 8.2: no arguments at all is a usage error, its help on stderr; Typer's
+        # Rich help prints as the error is built, so stdout is pointed at stderr meanwhile.
+        with contextlib.redirect_stdout(sys.stderr):
+            return super().parse_args(ctx, args)
+
     def invoke(self, ctx: Any) -> Any:
         """Run the command with estimated models met as --strict says, and only while it
-        runs (library callers load models after it)."""
+        runs (library callers load models after it); a closed stdout leaves quietly."""
         from llm_inventory.spec import estimates
 
         estimates.handler = _estimate_handler(self.strict)
         try:
             return super().invoke(ctx)
+        except BrokenPipeError as exc:  # before Typer turns it into exit status 1
+            raise _PipeClosed() from exc
         finally:
             estimates.handler = None
 
@@ -138,6 +228,7 @@ app = typer.Typer(
         "Capacity planner for LLM serving: KV cache, parameters, placement and fit, "
         "exact to the byte."
     ),
+    epilog=EPILOG,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # Click's layout: option names never cut (see cli/help_format.py)
@@ -204,6 +295,10 @@ app.command("devices", cls=help_format.Command)(devices.devices)
 app.command("route", cls=help_format.Command)(route.route)
 app.command("sample", cls=help_format.Command)(sample.sample)
 app.command("schema", cls=help_format.Command)(schema.schema)
+
+for _info in app.registered_commands:  # every command checks its options' bounds
+    if _info.cls in (None, TyperCommand, HelpCommand):
+        _info.cls = BoundedCommand
 
 
 def main(argv: Sequence[str] | None = None) -> int:

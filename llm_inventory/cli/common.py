@@ -66,18 +66,17 @@ def parse_image_size(text: str | None) -> tuple[int, int] | None:
     """`448x448`, `448×448` or `448` (square), in pixels; None passes through."""
     import re
 
-    from llm_inventory.errors import InputError
+    from llm_inventory.bounds import NUMBER_TEXT, PIXELS
+    from llm_inventory.errors import InputError, excerpt
 
     if text is None:
         return None
-    match = re.fullmatch(r"\s*(\d+)\s*(?:[x×X]\s*(\d+))?\s*", text)
-    if match is None:
+    match = re.fullmatch(r"\s*([0-9]{1,20})\s*(?:[x×X]\s*([0-9]{1,20}))?\s*", text[:NUMBER_TEXT])
+    if match is None or len(text) > NUMBER_TEXT:
         raise InputError("image_size", f"expected WIDTHxHEIGHT or a side in pixels, got "
-                         f"{text!r}")
-    width = int(match[1])
-    height = int(match[2] or match[1])
-    if width < 1 or height < 1:
-        raise InputError("image_size", f"sizes must be positive, got {text!r}")
+                         f"{excerpt(text)}")
+    width = PIXELS.check("image_size", int(match[1]))
+    height = PIXELS.check("image_size", int(match[2] or match[1]))
     return width, height
 
 

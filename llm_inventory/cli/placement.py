@@ -183,6 +183,9 @@ def placement(
         batch=batch, prompt_tokens=prompt_tokens, engine=engines[0], sort=sort,
         engine_flags=flags,
     )
+    for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
+        if value is not None and value > n:  # nothing to place; and a search of that size
+            raise InputError(pin, f"{pin} {value:,} needs {value:,} devices; --count is {n:,}")
     results = [plan_placement(spec, request.model_copy(update={"engine": name}))
                for name in engines]
     result = results[0]

@@ -324,7 +324,7 @@ def _top_p(logits: Logits, p: float, boundary: Boundary) -> tuple[Logits, int | 
     keep: set[int] = set()
     before = 0.0
     for rank, i in enumerate(_ranked(logits)):
-        if before >= p - REACH_TOLERANCE:
+        if keep and before >= p - REACH_TOLERANCE:  # a p within the tolerance keeps the top
             break
         after = before + probs[i]
         if after > p + REACH_TOLERANCE:
@@ -459,7 +459,9 @@ def run_chain(request: SampleRequest) -> SampleResult:
                 )
             logits = _ban(logits, targets)
         live = _live(logits)
-        if not all(math.isfinite(logits[i]) for i in live):
+        # Every candidate at -inf is an overflow too (-1e308 / 1e-4): a chain never
+        # removes the last candidate on purpose.
+        if not live or not all(math.isfinite(logits[i]) for i in live):
             raise InputError("chain", f"{processor.label}: the logits overflow; use smaller values")
         after = set(live)
         dist = _distribution(tokens, logits)

@@ -55,11 +55,29 @@ def emit(
 
         rendered = table()
         parts = list(rendered) if isinstance(rendered, Sequence) else [rendered]
-        print_parts(data_console(), [p for p in parts if not isinstance(p, Diagnostic)])
+        console = data_console()
+        # Rendered to a string and written here, so that text the stream cannot encode
+        # (a lone surrogate from a model file) is replaced, and a closed pipe raises
+        # BrokenPipeError to the CLI's error boundary (Rich would exit 1 itself).
+        with console.capture() as captured:
+            print_parts(console, [p for p in parts if not isinstance(p, Diagnostic)])
+        sys.stdout.write(printable(captured.get(), sys.stdout))
         sys.stdout.flush()
         for part in parts:
             if isinstance(part, Diagnostic):
                 warn(part.plain)
+
+
+def printable(text: str, stream: Any) -> str:
+    """`text` with what `stream`'s encoding cannot write (lone surrogates …) replaced."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "replace").decode(encoding)
+    except LookupError:
+        return text
+    return text
 
 
 def warn(message: str) -> None:

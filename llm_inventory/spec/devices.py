@@ -29,7 +29,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from llm_inventory.errors import InputError
+from llm_inventory.bounds import DEVICE_FLOPS, DEVICES_PER_NODE, SIZE
+from llm_inventory.errors import InputError, excerpt
 
 CATALOG_RESOURCE = "devices.yaml"
 
@@ -85,20 +86,29 @@ def _number(value: Any) -> Any:
     if isinstance(value, str):
         from decimal import Decimal, InvalidOperation
 
+        from llm_inventory.bounds import NUMBER_TEXT
+
         try:
+            if len(value) > NUMBER_TEXT:
+                raise InvalidOperation
             number = Decimal(value.strip().replace("_", ""))
         except InvalidOperation as exc:
-            raise _invalid(f"expected a number such as 989.4e12, got {value!r}") from exc
-        if not number.is_finite() or number != number.to_integral_value():
-            raise _invalid(f"expected a whole, finite number, got {value!r}")
+            raise _invalid(f"expected a number such as 989.4e12, got {excerpt(value)}") from exc
+        # The exponent is bounded before int() would build a number of that many digits.
+        if not number.is_finite() or number.adjusted() > 30:
+            raise _invalid(f"expected a finite number below 1e30, got {excerpt(value)}")
+        if number != number.to_integral_value():
+            raise _invalid(f"expected a whole number, got {excerpt(value)}")
         return int(number)
     return value
 
 
-# Upper bounds only catch nonsense (a typo'd exponent), far above any device.
-Bytes = Annotated[int, Field(gt=0, le=2**64), BeforeValidator(_bytes)]
-Flops = Annotated[int, Field(gt=0, le=10**21), BeforeValidator(_number)]
-Count = Annotated[int, Field(gt=0, le=10**6), BeforeValidator(_number)]
+# Upper bounds only catch nonsense (a typo'd exponent), far above any device (bounds.py).
+Bytes = Annotated[int, Field(gt=0, le=SIZE.limit), BeforeValidator(_bytes)]
+Flops = Annotated[int, Field(gt=0, le=DEVICE_FLOPS.limit), BeforeValidator(_number)]
+Count = Annotated[int, Field(gt=0, le=DEVICES_PER_NODE.limit), BeforeValidator(_number)]
+# A board's power draw: far past any accelerator's (a GB200 superchip draws 2,700 W).
+Watts = Annotated[int, Field(gt=0, le=100_000), BeforeValidator(_number)]
 
 
 def _key(name: str) -> str:
@@ -116,7 +126,7 @@ class Device(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(pattern=_ID_PATTERN, max_length=64, description="Catalog id, lower case.")
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)  # bounds.NAME and below
     vendor: str | None = Field(default=None, max_length=64)
     aliases: tuple[str, ...] = Field(default=(), max_length=32)
     memory_bytes: Bytes = Field(description="Total device memory as the runtime reports it.")
@@ -133,7 +143,7 @@ class Device(BaseModel):
     fp4_flops: Flops | None = Field(
         default=None, description="Peak dense FP4 FLOP/s; None where there is no FP4 unit."
     )
-    tdp_watts: Count | None = Field(
+    tdp_watts: Watts | None = Field(
         default=None, description="Board power limit (TDP), W: what an owned device draws."
     )
     devices_per_node: Count | None = None
@@ -246,7 +256,7 @@ def _unknown_message(name: str, devices: Sequence[Device]) -> str:
     close = difflib.get_close_matches(_key(name), list(owner), n=4, cutoff=0.5)
     first = list(dict.fromkeys(owner[n] for n in close))
     known = first + [i for i in ids if i not in first]
-    return f"unknown device {name!r}; known: {', '.join(known)}"
+    return f"unknown device {excerpt(name)}; known: {', '.join(known)}"
 
 
 def merge_devices(extra: Sequence[Device]) -> list[Device]:
@@ -265,6 +275,12 @@ def load_devices_file(path: Path | str) -> list[Device]:
     mapping. Reading is bounded in size and YAML aliases; every problem is one InputError
     naming the file and the field path (`devices.0.memory_bytes`).
     """
+    from llm_inventory.spec.yaml_io import reading
+
+    return reading(_load_devices_file)(path)
+
+
+def _load_devices_file(path: Path | str) -> list[Device]:
     from llm_inventory.spec.yaml_io import parse_json, parse_yaml, read_text
 
     path = Path(path)

@@ -5,14 +5,20 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING, Any
 
-from llm_inventory.errors import InputError
+from llm_inventory.errors import InputError, excerpt
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
 
+# Errors about a value's size or range, whose message does not say what the value was.
+_RANGE_ERRORS = {"less_than_equal", "less_than", "greater_than_equal", "greater_than",
+                 "string_too_long", "string_too_short"}
+
+
 def _path(error: Any) -> str:
-    return ".".join(str(part) for part in error["loc"]) or "(top level)"
+    parts = (str(part) if len(str(part)) <= 60 else excerpt(str(part)) for part in error["loc"])
+    return ".".join(parts) or "(top level)"
 
 
 def from_validation(exc: ValidationError, label: str) -> InputError:
@@ -34,5 +40,7 @@ def from_validation(exc: ValidationError, label: str) -> InputError:
         close = difflib.get_close_matches(key, missing, n=1)
         if close:
             message = f"unknown key (did you mean {close[0]!r}?)"
+    elif first["type"] in _RANGE_ERRORS:
+        message = f"{message}, got {excerpt(first.get('input'))}"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return InputError(f"{label}: {path}" if label else path, f"{message}{more}")

@@ -15,6 +15,7 @@ from typing import Any
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
+from llm_inventory.spec.yaml_io import reading
 
 
 def spec_from_mapping(data: dict[str, Any], label: str) -> ModelSpec:
@@ -171,6 +172,7 @@ def _from_hub_id(reference: str, repo: str, revision: str | None) -> ModelSpec:
     return spec
 
 
+@reading
 def load_model(reference: str) -> ModelSpec:
     """Load MODEL: a preset, a YAML model file, a config.json, a model or Hub cache folder,
     or a GGUF file (any file of a split set). An estimated model is reported first

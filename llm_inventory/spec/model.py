@@ -13,10 +13,62 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SkipValidation, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SkipValidation,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
-Pos = Annotated[int, Field(ge=1)]
-NonNeg = Annotated[int, Field(ge=0)]
+from llm_inventory import bounds as _b
+
+# Every count carries its upper bound (llm_inventory.bounds), so no absurd value reaches the
+# engine's loops or float arithmetic; a count without a more telling bound gets PARAMETERS.
+Pos = Annotated[int, Field(ge=1, le=_b.PARAMETERS.limit)]
+NonNeg = Annotated[int, Field(ge=0, le=_b.PARAMETERS.limit)]
+Layers = Annotated[int, Field(ge=1, le=_b.LAYERS.limit)]
+LayerIndex = Annotated[int, Field(ge=0, le=_b.LAYERS.limit)]
+Heads = Annotated[int, Field(ge=1, le=_b.HEADS.limit)]
+Width = Annotated[int, Field(ge=1, le=_b.WIDTH.limit)]
+Width0 = Annotated[int, Field(ge=0, le=_b.WIDTH.limit)]
+Rows0 = Annotated[int, Field(ge=0, le=_b.VOCAB.limit)]
+Dim = Annotated[int, Field(ge=1, le=_b.VOCAB.limit)]  # one dimension of a tensor
+Experts = Annotated[int, Field(ge=1, le=_b.EXPERTS.limit)]
+Experts0 = Annotated[int, Field(ge=0, le=_b.EXPERTS.limit)]
+Tokens = Annotated[int, Field(ge=1, le=_b.CONTEXT.limit)]
+Tokens0 = Annotated[int, Field(ge=0, le=_b.CONTEXT.limit)]
+Pixels = Annotated[int, Field(ge=1, le=_b.PIXELS.limit)]
+Frames = Annotated[int, Field(ge=1, le=_b.FRAMES.limit)]
+Params0 = Annotated[int, Field(ge=0, le=_b.PARAMETERS.limit)]
+Bits = Annotated[int, Field(ge=1, le=64)]
+
+
+def _at_most(limit: int) -> BeforeValidator:
+    """A length bound on a str field that, unlike max_length, still accepts lone surrogates
+    (a folder name that is not UTF-8 reaches Python as one)."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str) and len(value) > limit:
+            raise PydanticCustomError("string_too_long",
+                                      "String should have at most {max_length} characters",
+                                      {"max_length": limit})
+        return value
+
+    return BeforeValidator(check)
+
+
+Name = Annotated[str, _at_most(_b.NAME), Field(json_schema_extra={"maxLength": _b.NAME})]
+Text = Annotated[str, _at_most(_b.TEXT), Field(json_schema_extra={"maxLength": _b.TEXT})]
+LayerList = Annotated[list[LayerIndex], Field(max_length=_b.LIST.limit)]
+Tiles = Annotated[int, Field(ge=1, le=_b.IMAGES.limit)]
+Steps = Annotated[int, Field(ge=1, le=_b.STEPS.limit)]
+FlopCount = Annotated[int, Field(ge=0, le=_b.FLOPS.limit)]
+
+
 
 
 class _Spec(BaseModel):
@@ -88,11 +140,11 @@ class Shard(StrEnum):
 class MLA(_Spec):
     """Multi-head latent attention (DeepSeek-V2/V3): projections and the cached latent."""
 
-    kv_lora_rank: Pos
-    qk_rope_head_dim: Pos
-    qk_nope_head_dim: Pos
-    v_head_dim: Pos
-    q_lora_rank: Pos | None = None  # None: queries come from one full projection
+    kv_lora_rank: Width
+    qk_rope_head_dim: Width
+    qk_nope_head_dim: Width
+    v_head_dim: Width
+    q_lora_rank: Width | None = None  # None: queries come from one full projection
 
 
 class Indexer(_Spec):
@@ -121,9 +173,9 @@ class Compression(_Spec):
 class MoE(_Spec):
     """Mixture-of-experts MLP: which layers, how many experts, how big, what else."""
 
-    experts: Pos
-    top_k: Pos
-    expert_intermediate_size: Pos
+    experts: Experts
+    top_k: Experts
+    expert_intermediate_size: Width
     # Zero-computation (identity) experts the router may pick beside the real ones
     # (LongCat-Flash): the router has experts + zero_experts rows, no weights behind them.
     zero_experts: NonNeg = 0
@@ -133,19 +185,19 @@ class MoE(_Spec):
     gated: bool = True  # the experts (and shared experts) have a gate projection
     expert_bias: bool = False  # per-expert biases on both projections (gpt-oss)
     router_bias: bool = False
-    shared_experts: NonNeg = 0
-    shared_intermediate_size: NonNeg = 0  # per shared expert
+    shared_experts: Experts0 = 0
+    shared_intermediate_size: Width0 = 0  # per shared expert
     shared_expert_gate: bool = False  # a sigmoid gate Linear(hidden, 1) on the shared path
     # Nemotron-3's latent MoE: routed experts work in a narrower width, reached through
     # fc1_latent_proj (hidden → latent) and fc2_latent_proj (latent → hidden).
     latent_size: Pos | None = None
     # Which layers are MoE: an explicit list, or the rule
     # i >= first_dense and i % every == offset and i not in dense_layers.
-    layers: list[NonNeg] | None = None
-    first_dense: NonNeg = 0
-    every: Pos = 1
-    offset: NonNeg = 0
-    dense_layers: list[NonNeg] = Field(default_factory=list)
+    layers: LayerList | None = None
+    first_dense: LayerIndex = 0
+    every: Layers = 1
+    offset: LayerIndex = 0
+    dense_layers: LayerList = Field(default_factory=list)
 
     def is_moe_layer(self, index: int) -> bool:
         if self.layers is not None:
@@ -179,27 +231,27 @@ class MTP(_Spec):
     layers: Pos = 1
     kind: Annotated[str, Field(min_length=1)] | None = None
     moe: bool = True
-    extra: list[ExtraTensor] = Field(default_factory=list)
+    extra: list[ExtraTensor] = Field(default_factory=list, max_length=_b.LIST.limit)
 
 
 class SSM(_Spec):
     """A Mamba (v1) or Mamba-2 mixer; its state is fixed per sequence."""
 
     version: Literal[1, 2] = 1
-    d_state: Pos
-    d_conv: Pos = 4
-    expand: Pos = 2
+    d_state: Width
+    d_conv: Width = 4
+    expand: Width = 2
     d_inner: Pos | None = None  # expanded width; default expand × hidden_size
-    dt_rank: Pos | None = None  # Mamba-1; default ceil(hidden / 16)
-    n_groups: Pos = 1  # Mamba-2
-    heads: Pos | None = None  # Mamba-2 heads; default d_inner / head_dim
-    head_dim: Pos = 64  # Mamba-2
+    dt_rank: Width | None = None  # Mamba-1; default ceil(hidden / 16)
+    n_groups: Heads = 1  # Mamba-2
+    heads: Heads | None = None  # Mamba-2 heads; default d_inner / head_dim
+    head_dim: Width = 64  # Mamba-2
     conv_bias: bool = True
     proj_bias: bool = False
     out_proj_bias: bool | None = None  # default: proj_bias (Falcon-H1 sets it apart)
     inner_norms: bool = False  # Jamba's dt/B/C RMS norms inside the mixer
     gated_norm: bool = True  # Mamba-2's gated RMS norm before out_proj
-    state_dtype: str | None = None  # None: the KV cache dtype
+    state_dtype: Name | None = None  # None: the KV cache dtype
     conv_dtype: str | None = None  # the conv window's; None: as the SSM state
 
 
@@ -234,7 +286,7 @@ class ShortConv(_Spec):
 
     kernel: Pos = 3
     bias: bool = False
-    state_dtype: str | None = None  # None: the KV cache dtype
+    state_dtype: Name | None = None  # None: the KV cache dtype
 
 
 class ExtraTensor(_Spec):
@@ -244,11 +296,11 @@ class ExtraTensor(_Spec):
     layer index decides the pipeline stage); otherwise it is a single tensor.
     """
 
-    name: str
-    shape: list[Pos]
+    name: Name
+    shape: Annotated[list[Dim], Field(max_length=_b.TENSOR_RANK.limit)]
     component: Component = Component.OTHER
     shard: Shard = Shard.REPLICATED
-    layers: list[NonNeg] | None = None
+    layers: LayerList | None = None
     linear: bool = False  # a matmul weight quantization applies to
 
 
@@ -268,18 +320,18 @@ class LayerOverride(_Spec):
     layers, per-layer `block_configs`). Fields left unset keep the stack's value; later
     overrides win over earlier ones."""
 
-    layers: list[NonNeg] | None = None
+    layers: LayerList | None = None
     kinds: list[Annotated[str, Field(min_length=1)]] | None = None
-    heads: Pos | None = None
+    heads: Heads | None = None
     kv_heads: Pos | None = None
     head_dim: Pos | None = None
     v_head_dim: Pos | None = None
-    intermediate_size: NonNeg | None = None
+    intermediate_size: Width0 | None = None
     mlp: Literal["gated", "plain", "none"] | None = None
     qkv_bias: bool | None = None
     o_bias: bool | None = None
     qk_norm: Literal["none", "head", "full"] | None = None
-    sliding_window: Pos | None = None
+    sliding_window: Tokens | None = None
     partial_rotary_factor: Annotated[float, Field(gt=0, le=1)] | None = None
     rope: bool | None = None
     attn_output_gate: bool | None = None
@@ -309,13 +361,13 @@ class Stack(_Spec):
     Gemma 2's alternation is `[sliding, full]`); default every layer `full`.
     """
 
-    layers: Pos
-    hidden_size: Pos | None = None
-    heads: Pos | None = None
-    kv_heads: Pos | None = None  # default: heads (multi-head attention)
-    head_dim: Pos | None = None  # default: hidden_size / heads
-    v_head_dim: Pos | None = None  # default: head_dim
-    intermediate_size: NonNeg | None = None
+    layers: Layers
+    hidden_size: Width | None = None
+    heads: Heads | None = None
+    kv_heads: Heads | None = None  # default: heads (multi-head attention)
+    head_dim: Width | None = None  # default: hidden_size / heads
+    v_head_dim: Width | None = None  # default: head_dim
+    intermediate_size: Width0 | None = None
     mlp: Literal["gated", "plain", "none"] = "gated"
     mlp_bias: bool = False
     qkv_bias: bool = False
@@ -324,23 +376,24 @@ class Stack(_Spec):
     qk_norm: Literal["none", "head", "full"] = "none"
     sinks: bool = False  # a learned per-head attention sink (gpt-oss)
     norm: Literal["rms", "layer"] = "rms"  # layer norm carries a bias
-    norms_per_layer: NonNeg = 2
+    norms_per_layer: Annotated[int, Field(ge=0, le=_b.NORMS.limit)] = 2
     final_norm: bool = True
-    vocab_size: NonNeg = 0
-    embedding_rows: NonNeg | None = None  # when the input table differs from vocab_size
+    vocab_size: Rows0 = 0
+    embedding_rows: Rows0 | None = None  # when the input table differs from vocab_size
     # Width of the token table and the output head when it is not hidden_size (OPT-350m's
     # word_embed_proj_dim: project_in / project_out, given as extra tensors, bridge the two).
     embedding_dim: Pos | None = None
     tied_embeddings: bool = False
     lm_head: bool = True
     lm_head_bias: bool = False
-    position_embeddings: NonNeg = 0  # learned absolute positions (rows)
-    token_types: NonNeg = 0  # BERT-style token-type embeddings (rows)
+    position_embeddings: Tokens0 = 0  # learned absolute positions (rows)
+    token_types: Rows0 = 0  # BERT-style token-type embeddings (rows)
     embedding_norm: bool = False  # a norm right after the embeddings
     pooler: bool = False  # BERT pooler: Linear(hidden, hidden) with bias
-    layer_types: list[Annotated[str, Field(min_length=1)]] | None = None
-    sliding_window: Pos | None = None
-    chunk_size: Pos | None = None
+    layer_types: Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]],
+                           Field(max_length=_b.LAYERS.limit)] | None = None
+    sliding_window: Tokens | None = None
+    chunk_size: Tokens | None = None
     mla: MLA | None = None
     indexer: Indexer | None = None
     # The layer reuses the previous indexed layer's top-k (GLM IndexShare `indexer_types`
@@ -363,7 +416,7 @@ class Stack(_Spec):
     cross_qk_norm: bool = False  # per-head q/k norms on cross-attention (Mllama)
     attn_output_gate: bool = False  # q_proj also yields a sigmoid gate on the output (×2)
     k_eq_v: bool = False  # keys double as values: no v_proj (Gemma 4 attention_k_eq_v)
-    extra: list[ExtraTensor] = Field(default_factory=list)
+    extra: list[ExtraTensor] = Field(default_factory=list, max_length=_b.LIST.limit)
     overrides: list[LayerOverride] = Field(default_factory=list)
     _at: dict[int, Stack] = PrivateAttr(default_factory=dict)
 
@@ -448,15 +501,15 @@ class Stack(_Spec):
 class Media(_Spec):
     """How an encoder turns one input item into feature tokens for the language model."""
 
-    image_size: Pos | None = None  # default square input side, pixels
-    patch_size: Pos | None = None
-    temporal_patch_size: Pos = 1  # video frames folded into one patch
-    spatial_merge_size: Pos = 1  # merge m × m patches into one token after the encoder
+    image_size: Pixels | None = None  # default square input side, pixels
+    patch_size: Pixels | None = None
+    temporal_patch_size: Frames = 1  # video frames folded into one patch
+    spatial_merge_size: Pixels = 1  # merge m × m patches into one token after the encoder
     class_token: bool = False  # a CLS token that reaches the language model
-    tokens_per_item: Pos | None = None  # given directly (coarse or fixed-size encoders)
+    tokens_per_item: Tokens | None = None  # given directly (coarse or fixed-size encoders)
     # Tiled encoders: tiles per image (Mllama: always all of them), or the most the
     # "grid" tiling cuts.
-    max_tiles: Pos = 1
+    max_tiles: Tiles = 1
     # At most this many tokens per item: the input is resized, aspect kept, to the largest
     # sides that are multiples of patch × merge within budget × merge² patches (Gemma 4).
     token_budget: Pos | None = None
@@ -484,33 +537,33 @@ class Encoder(_Spec):
 
     kind: Literal["vision", "audio", "text"] = "vision"
     stack: Stack | None = None
-    parameters: NonNeg | None = None  # coarse: a given count instead of a stack
+    parameters: Params0 | None = None  # coarse: a given count instead of a stack
     media: Media = Field(default_factory=Media)
-    projector: list[ExtraTensor] = Field(default_factory=list)
-    projector_parameters: NonNeg | None = None  # coarse projector count
+    projector: list[ExtraTensor] = Field(default_factory=list, max_length=_b.LIST.limit)
+    projector_parameters: Params0 | None = None  # coarse projector count
 
 
 class DiffusionPart(_Spec):
     """One component of a diffusion pipeline, by its parameter count."""
 
-    name: str
+    name: Name
     role: Literal["text_encoder", "denoiser", "vae"]
     parameters: Pos
-    dtype: str | None = None
-    flops_per_step: NonNeg | None = None  # denoiser: given FLOPs for one step, if known
+    dtype: Name | None = None
+    flops_per_step: FlopCount | None = None  # denoiser: given FLOPs for one step, if known
 
 
 class Diffusion(_Spec):
     """A diffusion pipeline: text encoders, a denoiser run `steps` times, a VAE decoder."""
 
-    parts: list[DiffusionPart]
-    steps: Pos = 28
+    parts: Annotated[list[DiffusionPart], Field(max_length=64)]
+    steps: Steps = 28
     classifier_free_guidance: bool = True  # doubles the denoiser's batch
-    image_size: Pos = 1024
-    vae_scale_factor: Pos = 8
-    latent_channels: Pos = 4
-    patch_size: Pos = 1  # a transformer denoiser patchifies the latent
-    text_tokens: Pos = 77
+    image_size: Pixels = 1024
+    vae_scale_factor: Pixels = 8
+    latent_channels: Width = 4
+    patch_size: Pixels = 1  # a transformer denoiser patchifies the latent
+    text_tokens: Tokens = 77
 
 
 class Coarse(_Spec):
@@ -522,8 +575,8 @@ class Coarse(_Spec):
 
     total: NonNeg | None = None
     active: NonNeg | None = None
-    experts: Pos | None = None
-    top_k: Pos | None = None
+    experts: Experts | None = None
+    top_k: Experts | None = None
     expert_parameters: NonNeg | None = None
     shared_parameters: NonNeg = 0
 
@@ -548,16 +601,16 @@ class Quantization(_Spec):
     `re:` regular expressions); `experts_only` quantizes only expert weights (gpt-oss MXFP4).
     """
 
-    method: str
+    method: Name
     bits: Annotated[float, Field(gt=0, le=16)]
-    group_size: Pos | None = None
-    block: tuple[Pos, Pos] | None = None
+    group_size: Width | None = None
+    block: tuple[Width, Width] | None = None
     per_channel: bool = False  # one scale per output row
-    scale_bits: Pos = 32
+    scale_bits: Bits = 32
     zero_point: bool = False
-    zero_point_bits: Pos = 4
+    zero_point_bits: Bits = 4
     act_order_index: bool = False  # GPTQ's g_idx: one int32 per input feature
-    ignore: list[str] = Field(default_factory=list)
+    ignore: list[Text] = Field(default_factory=list, max_length=_b.LIST.limit)
     experts_only: bool = False
 
 
@@ -581,7 +634,7 @@ class CheckpointTensor:
     each one themselves.
     """
 
-    name: str
+    name: Name
     dtype: str | None = None  # as the file spells it: BF16, F8_E4M3, Q4_K …
     shape: tuple[int, ...] | None = None
     elements: int | None = None
@@ -620,7 +673,7 @@ class CheckpointFacts(_Spec):
     by_component: list[CheckpointTally] = Field(default_factory=list)
     by_role: list[CheckpointTally] = Field(default_factory=list)
     metadata: dict[str, str] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
+    notes: list[Text] = Field(default_factory=list, max_length=_b.LIST.limit)
     tensors: Annotated[list[CheckpointTensor], SkipValidation] = Field(
         default_factory=list, exclude=True, repr=False)
 
@@ -628,10 +681,10 @@ class CheckpointFacts(_Spec):
 class ModelSpec(_Spec):
     """A model's topology: what a serving plan must respect."""
 
-    name: str
+    name: Name
     family: Family
-    source: str | None = None  # where the shapes came from
-    dtype: str = "bf16"  # unquantized weight dtype
+    source: Text | None = None  # where the shapes came from
+    dtype: Name = "bf16"  # unquantized weight dtype
     decoder: Stack | None = None
     encoder: Encoder | None = None
     # Further encoders beside `encoder`, each with its own projector: an audio tower next to
@@ -640,8 +693,8 @@ class ModelSpec(_Spec):
     diffusion: Diffusion | None = None
     coarse: Coarse | None = None
     quantization: Quantization | None = None
-    max_context: Pos | None = None  # max_position_embeddings, where known
-    notes: list[str] = Field(default_factory=list)
+    max_context: Tokens | None = None  # max_position_embeddings, where known
+    notes: list[Text] = Field(default_factory=list, max_length=_b.LIST.limit)
     checkpoint: CheckpointFacts | None = None  # read from real files' headers, when given
     # False: the shapes are a generic estimate (an architecture no importer models), and
     # `estimated` says what is estimated; every result built from the model carries both.

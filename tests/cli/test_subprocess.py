@@ -54,10 +54,13 @@ def test_errors_stay_off_stdout(args: list[str]) -> None:
     assert done.stderr.startswith("inventory: error:")
 
 
-def test_no_arguments_shows_help() -> None:
+def test_no_arguments_is_a_usage_error_with_help_on_stderr() -> None:
+    """As Click >= 8.2 does: help on stderr, exit 2, nothing on stdout."""
     done = run()
     assert done.returncode == 2
-    assert "Usage" in done.stdout
+    assert done.stdout == ""
+    assert "Usage" in done.stderr
+    assert "Exit codes" in done.stderr
 
 
 def test_broken_pipe_is_quiet() -> None:

@@ -15,7 +15,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from llm_inventory.errors import InputError
+from llm_inventory.bounds import LIST, RAW_NUMBER, config_bound
+from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.hf import registry
 from llm_inventory.spec.hf.registry import Builder
 from llm_inventory.spec.model import ModelSpec
@@ -38,8 +39,24 @@ class HFConfig:
         return self.data.get(key) is not None
 
     def raw(self, key: str, default: Any = None) -> Any:
+        """The value as parsed (the class default, else `default`, when absent), once every
+        number in it is finite and within ±2**53 (bounds.RAW_NUMBER), so arithmetic on it
+        cannot overflow."""
         value = self.data.get(key)
-        return self._default(key, default) if value is None else value
+        if value is None:
+            return self._default(key, default)
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+            elif not isinstance(item, bool) and isinstance(item, int | float) and not (
+                    -RAW_NUMBER <= item <= RAW_NUMBER):  # NaN compares false as well
+                raise self._fail(key, f"holds {excerpt(item)}; numbers in a config must be "
+                                 f"finite and within ±{RAW_NUMBER:,}")
+        return value
 
     def _default(self, key: str, default: Any) -> Any:
         """An absent key's value: the class default, else the caller's fallback."""
@@ -50,7 +67,8 @@ class HFConfig:
         return InputError(f"{self.label}: {key}", message)
 
     def integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
-        """An integer field (≥ minimum); the transformers default when absent."""
+        """An integer field (≥ minimum, ≤ the key's bound in `bounds.config_bound`); the
+        transformers default when absent."""
         value = self.data.get(key)
         if value is None:
             default = self._default(key, default)
@@ -58,11 +76,15 @@ class HFConfig:
                 raise self._fail(key, "is required for this model type and missing")
             return int(default)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._fail(key, f"must be an integer, got {value!r}")
+            raise self._fail(key, f"must be an integer, got {excerpt(value)}")
         if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-            raise self._fail(key, f"must be an integer, got {value!r}")
-        if int(value) < minimum:
-            raise self._fail(key, f"must be at least {minimum}, got {value!r}")
+            raise self._fail(key, f"must be an integer, got {excerpt(value)}")
+        if value < minimum:
+            raise self._fail(key, f"must be at least {minimum}, got {excerpt(value)}")
+        bound = config_bound(key)
+        if value > bound.limit:
+            raise self._fail(key, f"must be at most {bound.limit:,} (the bound on {bound.unit}), "
+                             f"got {excerpt(value)}")
         return int(value)
 
     def opt_integer(self, key: str, *, minimum: int = 1) -> int | None:
@@ -76,9 +98,10 @@ class HFConfig:
                 raise self._fail(key, "is required for this model type and missing")
             return float(default)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._fail(key, f"must be a number, got {value!r}")
-        if not math.isfinite(value):
-            raise self._fail(key, f"must be finite, got {value!r}")
+            raise self._fail(key, f"must be a number, got {excerpt(value)}")
+        if not -RAW_NUMBER <= value <= RAW_NUMBER:  # NaN, infinities, huge integers
+            raise self._fail(key, f"must be a finite number within ±{RAW_NUMBER:,}, got "
+                             f"{excerpt(value)}")
         return float(value)
 
     def flag(self, key: str, default: bool | None = None) -> bool:
@@ -89,17 +112,23 @@ class HFConfig:
                 raise self._fail(key, "is required for this model type and missing")
             return bool(default)
         if not isinstance(value, bool):
-            raise self._fail(key, f"must be true or false, got {value!r}")
+            raise self._fail(key, f"must be true or false, got {excerpt(value)}")
         return value
 
     def int_list(self, key: str) -> list[int] | None:
         value = self.data.get(key)
         if value is None:
             return None
+        bound = config_bound(key)
         if not isinstance(value, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= bound.limit
+            for v in value
         ):
-            raise self._fail(key, f"must be a list of non-negative integers, got {value!r}")
+            raise self._fail(key, f"must be a list of integers from 0 to {bound.limit:,}, got "
+                             f"{excerpt(value)}")
+        if len(value) > LIST.limit:
+            raise self._fail(key, f"must have at most {LIST.limit:,} entries, got "
+                             f"{len(value):,}")
         return list(value)
 
     def str_list(self, key: str) -> list[str] | None:
@@ -107,7 +136,10 @@ class HFConfig:
         if value is None:
             return None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self._fail(key, f"must be a list of strings, got {value!r}")
+            raise self._fail(key, f"must be a list of strings, got {excerpt(value)}")
+        if len(value) > LIST.limit:
+            raise self._fail(key, f"must have at most {LIST.limit:,} entries, got "
+                             f"{len(value):,}")
         return list(value)
 
     def sub(self, key: str) -> HFConfig:
@@ -126,7 +158,7 @@ class HFConfig:
 
         value = self.data.get("torch_dtype") or self.data.get("dtype") or "bfloat16"
         if not isinstance(value, str):
-            raise self._fail("torch_dtype", f"must be a dtype name, got {value!r}")
+            raise self._fail("torch_dtype", f"must be a dtype name, got {excerpt(value)}")
         return normalize_dtype(value, f"{self.label}: torch_dtype")
 
 
@@ -167,7 +199,7 @@ def from_hf_config(data: dict[str, Any], label: str, name: str | None = None) ->
         if generic.readable(data) is None:
             raise InputError(
                 f"{label}: model_type",
-                f"unsupported model_type {model_type!r} (and no generic estimate: it lacks "
+                f"unsupported model_type {excerpt(model_type)} (and no generic estimate: it lacks "
                 + ", ".join(generic.missing_keys(data)) + "); supported: "
                 + ", ".join(supported_model_types()),
             )
