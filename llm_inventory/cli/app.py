@@ -14,9 +14,9 @@ from enum import IntEnum
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
 from llm_inventory import __version__
+from llm_inventory.cli import help_format, lazy
 
 
 class ExitCode(IntEnum):
@@ -57,7 +57,7 @@ def _estimate_handler(strict: bool) -> Any:
     return handle
 
 
-class InventoryGroup(TyperGroup):
+class InventoryGroup(lazy.LazyGroup):
     """A Typer group whose `main` turns every error into one line and an exit code."""
 
     def main(
@@ -174,36 +174,21 @@ def root(
     """
 
 
-# --- commands, in the order `inventory --help` lists them ---------------------------------
-from llm_inventory.cli import (  # noqa: E402
-    devices,
-    engines,
-    help_format,
-    inventory,
-    kv,
-    launch,
-    models,
-    placement,
-    recommend,
-    route,
-    sample,
-    schema,
-)
-
-app.command("kv", cls=help_format.Command)(kv.kv)
-app.command("inventory", cls=help_format.Command)(inventory.inventory)
-app.command("placement", cls=help_format.Command)(placement.placement)
-app.command("recommend", cls=help_format.Command)(recommend.recommend)
-app.command("compare", cls=help_format.Command)(inventory.compare)
-app.command("launch", cls=help_format.Command,
-            context_settings={"ignore_unknown_options": True,
-                              "allow_interspersed_args": False})(launch.launch)
-app.command("engines", cls=help_format.Command)(engines.engines)
-app.command("models", cls=help_format.Command)(models.models)
-app.command("devices", cls=help_format.Command)(devices.devices)
-app.command("route", cls=help_format.Command)(route.route)
-app.command("sample", cls=help_format.Command)(sample.sample)
-app.command("schema", cls=help_format.Command)(schema.schema)
+# --- commands, in the order `inventory --help` lists them; each module loads only when its
+# command is looked up (cli/lazy.py) -------------------------------------------------------
+lazy.register(app, "kv", "llm_inventory.cli.kv:kv", help_format.Command)
+lazy.register(app, "inventory", "llm_inventory.cli.inventory:inventory", help_format.Command)
+lazy.register(app, "placement", "llm_inventory.cli.placement:placement", help_format.Command)
+lazy.register(app, "recommend", "llm_inventory.cli.recommend:recommend", help_format.Command)
+lazy.register(app, "compare", "llm_inventory.cli.inventory:compare", help_format.Command)
+lazy.register(app, "launch", "llm_inventory.cli.launch:launch", help_format.Command,
+              {"ignore_unknown_options": True, "allow_interspersed_args": False})
+lazy.register(app, "engines", "llm_inventory.cli.engines:engines", help_format.Command)
+lazy.register(app, "models", "llm_inventory.cli.models:models", help_format.Command)
+lazy.register(app, "devices", "llm_inventory.cli.devices:devices", help_format.Command)
+lazy.register(app, "route", "llm_inventory.cli.route:route", help_format.Command)
+lazy.register(app, "sample", "llm_inventory.cli.sample:sample", help_format.Command)
+lazy.register(app, "schema", "llm_inventory.cli.schema:schema", help_format.Command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
