@@ -17,6 +17,9 @@ from llm_inventory.errors import InputError
 
 MAX_FILE_BYTES = 4 * 2**20
 MAX_ALIASES = 64
+# libyaml's parser (in PyYAML's standard wheels) reads the bundled catalog ~8× faster than
+# the pure-Python one, with the same safe constructor; a PyYAML built without it falls back.
+SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
@@ -43,16 +46,34 @@ def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
 def parse_yaml(text: str, label: str) -> Any:
     """Parse YAML text safely; aliases are capped at MAX_ALIASES."""
     try:
-        aliases = sum(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, yaml.SafeLoader))
+        return _load(text, label, SAFE_LOADER)
+    except yaml.YAMLError as exc:
+        if SAFE_LOADER is yaml.SafeLoader:
+            raise _malformed(label, exc) from exc
+    # libyaml words its errors tersely ("did not find expected key"); the pure-Python parser
+    # reports the same place in full, so a malformed file is read again by it.
+    try:
+        return _load(text, label, yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        raise _malformed(label, exc) from exc
+
+
+def _load(text: str, label: str, loader: type[yaml.SafeLoader]) -> Any:
+    # Every alias starts with `*`: text without one needs no counting pass.
+    if "*" in text:
+        aliases = sum(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, loader))
         if aliases > MAX_ALIASES:
             raise InputError(label, f"uses {aliases} YAML aliases; at most {MAX_ALIASES} allowed")
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
+    return yaml.load(text, Loader=loader)
+
+
+def _malformed(label: str, exc: yaml.YAMLError) -> InputError:
+    """A YAML error as an InputError naming the file and, where known, the place."""
+    if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise InputError(label, f"malformed YAML at {where}{exc.problem}") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(label, f"malformed YAML: {exc}") from exc
+        return InputError(label, f"malformed YAML at {where}{exc.problem}")
+    return InputError(label, f"malformed YAML: {exc}")
 
 
 def parse_json(text: str, label: str) -> Any:
