@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -31,15 +31,21 @@ class Units(StrEnum):
     SI = "si"
 
 
-def dump(result: BaseModel | Sequence[BaseModel]) -> Any:
-    """The JSON-ready form of a result (or a list of results)."""
+Result = Union["BaseModel", Sequence["BaseModel"], dict[str, Any]]
+
+
+def dump(result: Result) -> Any:
+    """The JSON-ready form of a result (or a list of results); a dict already is one (a
+    fast path's `model_dump(mode="json")`, built without the model)."""
+    if isinstance(result, dict):
+        return result
     if not isinstance(result, Sequence):
         return result.model_dump(mode="json")
     return [item.model_dump(mode="json") for item in result]
 
 
 def emit(
-    result: BaseModel | Sequence[BaseModel],
+    result: Result,
     fmt: OutputFormat,
     table: Callable[[], RenderableType | Sequence[RenderableType]],
 ) -> None:

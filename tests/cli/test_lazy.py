@@ -73,3 +73,31 @@ def test_the_group_builds_a_command_when_looked_up() -> None:
     assert kv is group.commands["kv"]  # built once
     assert "--tokens" in {opt for param in kv.params for opt in param.opts}
     assert kv.help and "Example: inventory kv" in kv.help
+
+
+def test_kv_json_from_flags_loads_neither_pydantic_nor_the_kind_modules() -> None:
+    status, loaded = _loaded_after(["kv", "--layers", "61", "--latent", "576", "--tp", "8",
+                                    "--format", "json"])
+    assert status == 0
+    tops = {m.split(".")[0] for m in loaded}
+    assert not tops & {"pydantic", "pydantic_core", "rich", "yaml"}
+    ours = {m for m in loaded if m.startswith("llm_inventory.engine")}
+    assert ours == {"llm_inventory.engine", "llm_inventory.engine.kinds",
+                    "llm_inventory.engine.kinds.uniform", "llm_inventory.engine.parallel"}
+    assert "llm_inventory.spec.model" not in loaded
+
+
+def test_kv_yaml_loads_yaml_but_not_pydantic() -> None:
+    status, loaded = _loaded_after(["kv", "--layers", "80", "--format", "yaml"])
+    assert status == 0
+    tops = {m.split(".")[0] for m in loaded}
+    assert "yaml" in tops
+    assert not tops & {"pydantic", "rich"}
+
+
+def test_placement_json_loads_no_rich() -> None:
+    status, loaded = _loaded_after(["placement", "llama-3.1-8b", "--device", "h100",
+                                    "--format", "json"])
+    assert status == 0
+    assert not {m for m in loaded if m.split(".")[0] == "rich"}
+    assert loaded & COMMAND_MODULES == {"llm_inventory.cli.placement"}
