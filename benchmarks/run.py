@@ -5,6 +5,8 @@ moment touches all of them alike. Every figure is printed with its median, its s
 (fastest and slowest run) and its ratio to `python -c "import typer"` timed in the same
 rounds by the same interpreter: these machines are noisy, so the ratios are what count.
 Peak memory is the child's maximum resident set (`wait4`), the median over the runs.
+Bytecode is cached as an installed wheel has it (PYTHONDONTWRITEBYTECODE is dropped for the
+children, and an untimed round runs first), so source compilation is not what is timed.
 
     python benchmarks/run.py             # 7 rounds
     python benchmarks/run.py --runs 15   # steadier medians
@@ -65,6 +67,7 @@ def _cases() -> list[Case]:
 
 def _run(case: Case) -> None:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
     child = subprocess.Popen(case.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env=env)
