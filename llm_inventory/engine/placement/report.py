@@ -18,7 +18,7 @@ from llm_inventory.engine.placement.models import (
 )
 from llm_inventory.engine.roofline import Timing, roofline
 from llm_inventory.engine.routing import expected_distinct_experts
-from llm_inventory.engine.serving.base import PoolLayout, StartupContext
+from llm_inventory.engine.serving.base import KvCapacity, PoolLayout, StartupContext
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
@@ -40,11 +40,22 @@ class Reporter:
         self._groups: list[TensorGroup] | None = None
         self._profiles: dict[tuple[int, int, int], WorkProfile | None] = {}
         self._model_work: ModelWork | None = None
+        self._capacities: dict[tuple[int, int], tuple[PoolLayout, KvCapacity]] = {}
+
+    def capacity(self, layout: PoolLayout, pool: int) -> KvCapacity:
+        """`layout.capacity(pool)`, once per (layout, pool) in a search: a plan asks for its
+        binding stage's, every stage's start-up figures and, when a request does not fit,
+        each stage's longest context (a search over max_model_len)."""
+        key = (id(layout), pool)
+        found = self._capacities.get(key)
+        if found is None:  # the layout is kept beside its figures, so its id stays its own
+            found = self._capacities[key] = (layout, layout.capacity(pool))
+        return found[1]
 
     def plan(self, sized: Sized) -> Plan:
         facts, request = self.facts, self.facts.request
         shape, b = sized.shape, sized.binding
-        cap = sized.layouts[b].capacity(sized.pools[b])
+        cap = self.capacity(sized.layouts[b], sized.pools[b])
         reserve = sized.reserves[b]
         stage = sized.ranges[b]
         per_seq = facts.sequence_bytes(shape.tp, stage.start, stage.stop, facts.context)
@@ -117,7 +128,8 @@ class Reporter:
         the binding worker's)."""
         facts = self.facts
         own = facts.engine.plan_startup_lines(
-            [lay.capacity(pool) for lay, pool in zip(sized.layouts, sized.pools, strict=True)],
+            [self.capacity(lay, pool)
+             for lay, pool in zip(sized.layouts, sized.pools, strict=True)],
             sized.layouts, sized.pools, sized.binding, facts.settings, self.host_layout(sized))
         return binding if own is None else own
 
@@ -154,7 +166,7 @@ class Reporter:
         facts = self.facts
         found = []
         for r, pool, layout in zip(sized.ranges, sized.pools, sized.layouts, strict=True):
-            cap = layout.capacity(pool)
+            cap = self.capacity(layout, pool)
             if cap.max_concurrency >= 1 or not layout.keeps_state:
                 found.append(facts.context)
             elif cap.longest_context is not None:
