@@ -60,3 +60,17 @@ def test_each_stage_shape_is_built_once_per_search(monkeypatch: pytest.MonkeyPat
                             PlacementRequest(device=resolve_device("h200"), count=count))
     assert len(result.plans) > 100
     assert built and max(built.values()) == 1
+
+
+def test_plans_of_one_shape_and_batch_share_their_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_inventory.engine.placement import report
+
+    bounds = _count(monkeypatch, report, "roofline")
+    result = plan_placement(load_model("deepseek-v3"),
+                            PlacementRequest(device=resolve_device("h200"), count=1024))
+    timed = [plan for plan in result.plans if plan.timing is not None]
+    assert any(plan.disaggregation for plan in timed)
+    # A prefill/decode variant times as its base shape does: one bound per shape and batch.
+    distinct = {(p.tp, p.pp, p.ep, p.devices_per_replica, p.timing.batch)
+                for p in timed if p.timing is not None}
+    assert sum(bounds.values()) <= len(distinct) < len(timed)

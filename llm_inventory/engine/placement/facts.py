@@ -66,6 +66,7 @@ class ModelFacts:
     _counts: dict[int, list[int]] = field(default_factory=dict)
     _stage_shapes: dict[tuple[int, int, int, int], StageShape] = field(default_factory=dict)
     _widest: dict[tuple[int, int], int] = field(default_factory=dict)
+    _sequence: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
 
     @property
     def context(self) -> int:
@@ -243,7 +244,10 @@ class ModelFacts:
 
     def sequence_bytes(self, tp: int, start: int, stop: int, context: int) -> int:
         """One request's state on one rank of layers start … stop − 1 at `context` tokens,
-        held as each kind holds it (windows capped, paged into blocks)."""
+        held as each kind holds it (windows capped, paged into blocks); memoised."""
+        key = (tp, start, stop, context)
+        if key in self._sequence:
+            return self._sequence[key]
         total = 0
         block = self.settings.block_size
         for run in self.state:
@@ -252,6 +256,7 @@ class ModelFacts:
                 kind = kinds.get(run.kind)
                 total += overlap * kind.sequence_bytes(
                     run, context, layer_dtype(run, self.kv_dtype), block, tp)
+        self._sequence[key] = total
         return total
 
 

@@ -41,6 +41,7 @@ class Reporter:
         self._profiles: dict[tuple[int, int, int], WorkProfile | None] = {}
         self._model_work: ModelWork | None = None
         self._capacities: dict[tuple[int, int], tuple[PoolLayout, KvCapacity]] = {}
+        self._timings: dict[tuple[int, ...], Timing | None] = {}
 
     def capacity(self, layout: PoolLayout, pool: int) -> KvCapacity:
         """`layout.capacity(pool)`, once per (layout, pool) in a search: a plan asks for its
@@ -248,16 +249,29 @@ class Reporter:
         concurrency = int(sized.concurrency or 0)
         batch = request.batch or max(1, min(concurrency, facts.settings.max_num_seqs))
         prompt = request.prompt_tokens or min(1000, facts.context)
+        weights = sum(sized.weights)
+        state = sum(facts.sequence_bytes(shape.tp, r.start, r.stop, facts.context)
+                    for r in sized.ranges)
+        # Everything below reads these and the search's constants only: a disaggregated
+        # variant, or another plan of the same shape and batch, has the same times.
+        key = (shape.tp, shape.pp, shape.ep, shape.devices, batch, prompt, weights, state)
+        if key not in self._timings:
+            self._timings[key] = self._timing(sized, batch, prompt, weights, state)
+        found = self._timings[key]
+        return None if found is None else found.model_copy()
+
+    def _timing(self, sized: Sized, batch: int, prompt: int, weights: int,
+                state: int) -> Timing | None:
+        facts, request, s = self.facts, self.facts.request, self.facts.stack
+        assert s is not None
+        shape = sized.shape
         prefill_flops, _ = self._phase("prefill", prompt)
         decode_flops, _ = self._phase("decode", batch)
-        weights = sum(sized.weights)
         experts = facts.expert_bytes(shape.tp, shape.ep)
         touched = 1.0
         if facts.moe is not None:
             touched = expected_distinct_experts(facts.moe.experts, facts.moe.top_k,
                                                 batch) / facts.moe.experts
-        state = sum(facts.sequence_bytes(shape.tp, r.start, r.stop, facts.context)
-                    for r in sized.ranges)
         hidden = s.hidden_size or 0
         act = facts.act_bits // 8
         bits = facts.quant.bits if facts.quant is not None else DTYPE_BITS[facts.weight_dtype]
