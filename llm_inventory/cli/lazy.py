@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass
 from typing import Any
 
 import typer
@@ -20,15 +19,20 @@ from typer.main import get_command_from_info
 from typer.models import CommandInfo
 
 
-@dataclass(frozen=True)
 class Deferred:
-    """A command not yet imported: where its function lives and how to build it."""
+    """A command not yet imported: where its function lives and how to build it. (A plain
+    class: `dataclasses` would be this module's costliest import.)"""
 
-    name: str
-    target: str  # "package.module:function"
-    cls: type[TyperCommand]
-    context_settings: dict[str, Any] | None
-    pretty_exceptions_short: bool
+    __slots__ = ("cls", "context_settings", "name", "pretty_exceptions_short", "target")
+
+    def __init__(self, name: str, target: str, cls: type[TyperCommand],
+                 context_settings: dict[str, Any] | None,
+                 pretty_exceptions_short: bool) -> None:
+        self.name = name
+        self.target = target  # "package.module:function"
+        self.cls = cls
+        self.context_settings = context_settings
+        self.pretty_exceptions_short = pretty_exceptions_short
 
     def build(self, rich_markup_mode: Any) -> typer.core.TyperCommand:
         module, _, attribute = self.target.partition(":")
