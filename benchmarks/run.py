@@ -1,7 +1,8 @@
 """Time the speed goals of `inventory` as whole processes: `python benchmarks/run.py`.
 
-Each case runs as its own process, the cases interleaved round by round so that a noisy
-moment touches all of them alike. Every figure is printed with its median, its spread
+Each case runs as its own process, the cases interleaved round by round (in a new order
+each round, so that no case always follows the heaviest) and a noisy moment touches all of
+them alike. Every figure is printed with its median, its spread
 (fastest and slowest run) and its ratio to `python -c "import typer"` timed in the same
 rounds by the same interpreter: these machines are noisy, so the ratios are what count.
 Peak memory is the child's maximum resident set (`wait4`), the median over the runs.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -103,8 +105,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     args = parser.parse_args()
     cases = [c for c in _cases() if c.name == "import typer" or args.only in c.name]
+    order = random.Random(12)
     for round_ in range(args.warmup + args.runs):
-        for case in cases:
+        for case in order.sample(cases, len(cases)):
             _run(case)
             if round_ < args.warmup:
                 case.walls.clear()
