@@ -91,6 +91,8 @@ class _NotPlain(Exception):
 
 
 def _walk(value: Any, pad: str, out: Callable[[str], None]) -> None:
+    # Each container's separators are made once and appended as they are: the pieces list
+    # holds references, not a new string per item.
     if isinstance(value, str):
         out(encode_basestring_ascii(value))
     elif value is None:
@@ -109,24 +111,27 @@ def _walk(value: Any, pad: str, out: Callable[[str], None]) -> None:
         if not value:
             out("{}")
             return
-        inner, opening = pad + "  ", "{"
+        inner = pad + "  "
+        opening, separator = "{" + inner, "," + inner
         for key, item in value.items():
             if not isinstance(key, str):
                 raise _NotPlain
-            out(opening + inner)
-            out(encode_basestring_ascii(key) + ": ")
+            out(opening)
+            opening = separator
+            out(encode_basestring_ascii(key))
+            out(": ")
             _walk(item, inner, out)
-            opening = ","
         out(pad + "}")
     elif isinstance(value, list | tuple):
         if not value:
             out("[]")
             return
-        inner, opening = pad + "  ", "["
+        inner = pad + "  "
+        opening, separator = "[" + inner, "," + inner
         for item in value:
-            out(opening + inner)
+            out(opening)
+            opening = separator
             _walk(item, inner, out)
-            opening = ","
         out(pad + "]")
     else:
         raise _NotPlain
