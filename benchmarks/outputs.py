@@ -3,8 +3,8 @@
     python benchmarks/outputs.py write before/     # on the commit before the change
     python benchmarks/outputs.py compare before/   # after it: exit 1 on any difference
 
-Runs a corpus of commands (every command; JSON, YAML and tables; every preset through
-`inventory`, `kv` and `placement`; the large placement searches; several engines) in one
+Runs a corpus of commands (every command and its help; JSON, YAML and tables; every preset
+through `inventory`, `kv` and `placement`; the large placement searches; several engines) in one
 process, as `main()` does, at a pinned width, and stores stdout, stderr and the exit code of
 each. One process on purpose: a memo that leaks from one search into the next shows here.
 """
@@ -82,6 +82,9 @@ def corpus() -> list[list[str]]:
             ["placement", preset, "--device", "h100", "--count", "8", "--format", "json"],
             ["placement", preset, "--device", "h100", "--count", "8"],
         ]
+    commands = ["kv", "inventory", "placement", "recommend", "compare", "launch", "engines",
+                "models", "devices", "route", "sample", "schema"]
+    runs += [["--help"], ["--version"], *([c, "--help"] for c in commands)]
     deepseek = ["placement", "deepseek-v3", "--device", "h200", "--format", "json"]
     runs += [
         ["placement", "llama-3.1-70b", "--device", "h100", "--count", "8", "--format", "json"],
@@ -113,6 +116,11 @@ def snapshot() -> list[dict[str, object]]:
     return [run(argv) for argv in corpus()]
 
 
+def _line(result: dict[str, object]) -> str:
+    argv = result["argv"]
+    return " ".join(argv) if isinstance(argv, list) else str(argv)
+
+
 def _key(argv: object) -> str:
     return hashlib.sha256(json.dumps(argv).encode()).hexdigest()[:16]
 
@@ -133,11 +141,11 @@ def main() -> int:
     for result in results:
         path = folder / f"{_key(result['argv'])}.json"
         if not path.exists():
-            sys.stdout.write(f"new: {' '.join(map(str, result['argv']))}\n")
+            sys.stdout.write(f"new: {_line(result)}\n")
             continue
         if json.loads(path.read_text()) != result:
             differ += 1
-            sys.stdout.write(f"DIFFERS: {' '.join(map(str, result['argv']))}\n")
+            sys.stdout.write(f"DIFFERS: {_line(result)}\n")
     size = sum(len(str(r["stdout"])) for r in results)
     sys.stdout.write(f"{len(results)} outputs ({size:,} characters), {differ} differ\n")
     return 1 if differ else 0
