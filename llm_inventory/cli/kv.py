@@ -213,7 +213,7 @@ def _uniform(kind: str, layers: int, *, kv_heads: int, k_head_dim: int, v_head_d
              window: int | None, latent_dim: int, tokens: int, sequences: int, dtype: str,
              block_size: int | None, tp: int, pp: int, fast: bool) -> Any:
     """The state of a stack of identical layers. JSON and YAML take the JSON form straight
-    from `engine/kinds/uniform.py` (no pydantic, no layer-kind registry: a script calling
+    from `engine/kinds/uniform.py` (no pydantic, no kind modules: a script calling
     `kv` in a loop pays for Typer and little else); tables, and any input that path leaves
     to the engine, get the engine's `StateResult`."""
     v_dim = k_head_dim if v_head_dim is None else v_head_dim
