@@ -21,11 +21,18 @@ from tests.conftest import ROOT, Invoke
 GROUP: Any = get_command(app)
 
 
+def _annotation(command: Any, name: str) -> Any:
+    """The type the command's function declares for option `name` (Annotated stripped)."""
+    function = getattr(command.callback, "__wrapped__", command.callback)
+    hint = typing.get_type_hints(function).get(name)
+    return hint
+
+
 def _integer_options() -> list[tuple[str, Any]]:
     found = []
     for name, command in sorted(GROUP.commands.items()):
         for param in command.params:
-            annotation = param.type_descriptor.annotation
+            annotation = _annotation(command, str(param.name))
             if int in (annotation, *typing.get_args(annotation)) and not param.is_flag:
                 found.append((name, param))
     return found

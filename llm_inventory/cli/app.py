@@ -13,13 +13,16 @@ import re
 import sys
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeGuard
 
 import typer
-from typer.core import TyperCommand, TyperGroup
 
 from llm_inventory import __version__
+from llm_inventory.cli import lazy
 from llm_inventory.cli.help_format import Command as HelpCommand
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class ExitCode(IntEnum):
@@ -111,6 +114,34 @@ def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
     return kept, len(kept) != len(argv)
 
 
+def _is_request_validation(exc: Exception) -> TypeGuard[ValidationError]:
+    """Whether `exc` is pydantic's ValidationError raised by a `…Request` model."""
+    if "pydantic_core" not in sys.modules:
+        return False
+    from pydantic import ValidationError
+
+    return isinstance(exc, ValidationError) and exc.title.endswith("Request")
+
+
+def _unnamable(args: list[str]) -> str | None:
+    """The message for a path argument no file system can name (a NUL, a lone surrogate)."""
+    for index, arg in enumerate(args):
+        try:
+            os.fsencode(arg)
+        except UnicodeError:
+            problem = "is not valid text for this system"
+        else:
+            if "\0" not in arg:
+                continue
+            problem = "holds a NUL character"
+        if arg.startswith("--") and "=" in arg:
+            flag = arg.split("=", 1)[0]
+        else:
+            flag = args[index - 1] if index and args[index - 1].startswith("-") else "a path"
+        return f"{flag}: the file name {problem}"
+    return None
+
+
 class _PipeClosed(Exception):
     """stdout's reader went away while a command wrote its result."""
 
@@ -122,16 +153,23 @@ class BoundedCommand(HelpCommand):
         from llm_inventory.bounds import check_option
         from llm_inventory.errors import InputError
 
-        rest: list[str] = super().parse_args(ctx, args)
+        given = list(args)  # Click consumes `args` as it parses
+        try:
+            rest: list[str] = super().parse_args(ctx, args)
+        except ValueError as exc:  # os.stat on a path option's value no file system can name
+            message = _unnamable(given)
+            if message is None:
+                raise
+            raise typer.BadParameter(message, ctx=ctx) from exc
         for param in self.params:
             try:
                 check_option(str(param.name), ctx.params.get(str(param.name)))
             except InputError as exc:
-                raise typer.BadParameter(exc.message, ctx=ctx, param=param) from exc  # type: ignore[arg-type]
+                raise typer.BadParameter(exc.message, ctx=ctx, param=param) from exc
         return rest
 
 
-class InventoryGroup(TyperGroup):
+class InventoryGroup(lazy.LazyGroup):
     """A Typer group whose `main` turns every error into one line and an exit code."""
 
     def main(
@@ -143,8 +181,6 @@ class InventoryGroup(TyperGroup):
         windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
-        from pydantic import ValidationError
-
         from llm_inventory.errors import CheckFailed, InputError
 
         argv, debug = _split_debug(list(sys.argv[1:] if args is None else args))
@@ -175,16 +211,15 @@ class InventoryGroup(TyperGroup):
             _fail(str(exc), ExitCode.CHECK_FAILED)
         except (BrokenPipeError, _PipeClosed):
             _closed_pipe()
-        except ValidationError as exc:
-            # A request model (PlacementRequest …) holds what the user asked for; any other
-            # model failing its own validation is a bug.
-            if debug or not exc.title.endswith("Request"):
+        except Exception as exc:
+            # A request model (PlacementRequest …) failing validation holds what the user
+            # asked for; any other failure is a bug. pydantic is imported only if a command
+            # already loaded it (the kv JSON path never does).
+            if debug or not _is_request_validation(exc):
                 _internal(exc, debug)
             from llm_inventory.spec.errors import from_validation
 
             _fail(self._flagged(from_validation(exc, ""), argv), ExitCode.BAD_INPUT)
-        except Exception as exc:
-            _internal(exc, debug)
         sys.exit(result if isinstance(result, int) else 0)
 
     strict = False
@@ -265,40 +300,21 @@ def root(
     """
 
 
-# --- commands, in the order `inventory --help` lists them ---------------------------------
-from llm_inventory.cli import (  # noqa: E402
-    devices,
-    engines,
-    help_format,
-    inventory,
-    kv,
-    launch,
-    models,
-    placement,
-    recommend,
-    route,
-    sample,
-    schema,
-)
-
-app.command("kv", cls=help_format.Command)(kv.kv)
-app.command("inventory", cls=help_format.Command)(inventory.inventory)
-app.command("placement", cls=help_format.Command)(placement.placement)
-app.command("recommend", cls=help_format.Command)(recommend.recommend)
-app.command("compare", cls=help_format.Command)(inventory.compare)
-app.command("launch", cls=help_format.Command,
-            context_settings={"ignore_unknown_options": True,
-                              "allow_interspersed_args": False})(launch.launch)
-app.command("engines", cls=help_format.Command)(engines.engines)
-app.command("models", cls=help_format.Command)(models.models)
-app.command("devices", cls=help_format.Command)(devices.devices)
-app.command("route", cls=help_format.Command)(route.route)
-app.command("sample", cls=help_format.Command)(sample.sample)
-app.command("schema", cls=help_format.Command)(schema.schema)
-
-for _info in app.registered_commands:  # every command checks its options' bounds
-    if _info.cls in (None, TyperCommand, HelpCommand):
-        _info.cls = BoundedCommand
+# --- commands, in the order `inventory --help` lists them; each module loads on first use ---
+# Every command checks its options' bounds once parsed (BoundedCommand).
+lazy.register(app, "kv", "llm_inventory.cli.kv:kv", BoundedCommand)
+lazy.register(app, "inventory", "llm_inventory.cli.inventory:inventory", BoundedCommand)
+lazy.register(app, "placement", "llm_inventory.cli.placement:placement", BoundedCommand)
+lazy.register(app, "recommend", "llm_inventory.cli.recommend:recommend", BoundedCommand)
+lazy.register(app, "compare", "llm_inventory.cli.inventory:compare", BoundedCommand)
+lazy.register(app, "launch", "llm_inventory.cli.launch:launch", BoundedCommand,
+              {"ignore_unknown_options": True, "allow_interspersed_args": False})
+lazy.register(app, "engines", "llm_inventory.cli.engines:engines", BoundedCommand)
+lazy.register(app, "models", "llm_inventory.cli.models:models", BoundedCommand)
+lazy.register(app, "devices", "llm_inventory.cli.devices:devices", BoundedCommand)
+lazy.register(app, "route", "llm_inventory.cli.route:route", BoundedCommand)
+lazy.register(app, "sample", "llm_inventory.cli.sample:sample", BoundedCommand)
+lazy.register(app, "schema", "llm_inventory.cli.schema:schema", BoundedCommand)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

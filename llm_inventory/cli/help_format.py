@@ -46,8 +46,17 @@ class Command(TyperCommand):
                 param.show_default = False  # type: ignore[attr-defined]
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        pieces = super().collect_usage_pieces(ctx)
-        return [re.sub(r"^\{(.*)\}", r"\1", piece) for piece in pieces]
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            for piece in param.get_usage_pieces(ctx):
+                piece = re.sub(r"^\{(.*)\}", r"\1", piece)
+                # An argument taking several values says so (MODEL...), unless its own
+                # name already does (-- COMMAND…); Typer below 0.29 prints the name alone.
+                if param.param_type_name == "argument" and param.nargs == -1 \
+                        and not piece.endswith(("...", "…")):
+                    piece += "..."
+                pieces.append(piece)
+        return pieces
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         arguments: list[tuple[str, str]] = []

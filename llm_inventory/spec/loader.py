@@ -194,7 +194,8 @@ def _load_model(reference: str) -> ModelSpec:
     )
     if path.is_dir():
         return _from_folder(path)
-    if not path.exists():
+    # A Hub id is org/name: a name without a slash (a preset) never loads the Hub client.
+    if not path.exists() and "/" in reference:
         from llm_inventory.spec.hub import parse_hub_id
 
         hub = parse_hub_id(reference)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 import pytest
@@ -52,10 +51,10 @@ def _options(command: str) -> list[Any]:
 
 def _value(draw: st.DrawFn, param: Any) -> str:
     name = str(param.name)
-    annotation = param.type_descriptor.annotation
+    choices = getattr(param.type, "choices", None)  # an Enum option is a Choice in Click
     pool: list[st.SearchStrategy[str]] = [values.hostile]
-    if isinstance(annotation, type) and issubclass(annotation, Enum):
-        pool.append(st.sampled_from([str(member.value) for member in annotation]))
+    if choices:
+        pool.append(st.sampled_from([str(getattr(c, "value", c)) for c in choices]))
     if name in NAMED:
         pool.append(st.sampled_from(NAMED[name]))
     if name in values.STRUCTURED and draw(st.booleans()):

@@ -54,11 +54,6 @@ decoder:
 """
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the placement search sizes every TP width up to the device count at pp 1, each over "
-    "every layer (engine/placement.py _widths): 65,536 devices one per node times 4,096 "
-    "layers takes many minutes; a search bounded by construction passes, and then this "
-    "mark goes"))
 def test_placement_at_the_device_and_layer_bounds_within_five_cpu_seconds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.fuzz import harness

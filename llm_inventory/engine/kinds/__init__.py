@@ -2,16 +2,32 @@
 
 Adding a kind is one module defining `KIND` (a `Kind` subclass instance), its name in
 `BUILT_IN`, and its test in `tests/engine/kinds/`; nothing outside this package learns its
-name. `register` adds a kind at run time (plugins, tests). Modules load on first use.
+name. `register` adds a kind at run time (plugins, tests). Modules load on first use, and
+the package itself imports no pydantic, so that `uniform` (the flag kinds of `inventory kv`
+sized on plain integers) loads alone.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
-from llm_inventory.engine.kinds.base import Kind, ShapeRule, StateLayer
 from llm_inventory.errors import InputError
-from llm_inventory.spec.model import Stack
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.kinds.base import Kind, ShapeRule, StateLayer
+    from llm_inventory.spec.model import Stack
+
+_BASE_NAMES = ("Kind", "ShapeRule", "StateLayer")
+
+
+def __getattr__(name: str) -> Any:
+    """`Kind`, `ShapeRule` and `StateLayer`, from `base` when first asked for."""
+    if name in _BASE_NAMES:
+        from llm_inventory.engine.kinds import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # Module names under this package, in the order tables list their kinds.
 BUILT_IN = ("full", "sliding", "chunked", "mla", "indexed_mla", "swa_kv", "csa", "hca", "cross",

@@ -64,6 +64,9 @@ class ModelFacts:
     _pools: dict[tuple[int, int, int], PoolLayout] = field(default_factory=dict)
     _ranges: dict[int, list[range]] = field(default_factory=dict)
     _counts: dict[int, list[int]] = field(default_factory=dict)
+    _stage_shapes: dict[tuple[int, int, int, int], StageShape] = field(default_factory=dict)
+    _widest: dict[tuple[int, int], int] = field(default_factory=dict)
+    _sequence: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
 
     @property
     def context(self) -> int:
@@ -179,20 +182,32 @@ class ModelFacts:
     # --- reserve --------------------------------------------------------------------------
 
     def stage_shape(self, tp: int, pp: int, ep: int, stage: int) -> StageShape:
-        """What an engine's reserve and pool rules read about one stage of a split."""
-        s = self.stack
-        return StageShape(
-            tp=tp, pp=pp, ep=ep, stage=stage, first_stage=stage == 0,
-            last_stage=stage == pp - 1, has_layers=s is not None, vocab=self.layout.vocab,
-            hidden=s.hidden_size if s is not None and s.hidden_size else 0,
-            widest_per_token=_widest(s, tp, ep) if s is not None else 0,
-            moe_workspace_per_token=self._moe_workspace(tp, ep),
-            activation_bits=self.act_bits, layers=len(self.ranges(pp)[stage]),
-            device_memory_bytes=self.request.device.memory_bytes,
-            mla=s is not None and s.mla is not None,
-            heads=(s.heads or 0) // tp if s is not None else 0,
-            head_dim=s.k_dim if s is not None else 0, model_layers=self.layers,
-        )
+        """What an engine's reserve and pool rules read about one stage of a split
+        (memoised: fit, reserve and host rules all ask for it)."""
+        key = (tp, pp, ep, stage)
+        found = self._stage_shapes.get(key)
+        if found is None:
+            s = self.stack
+            found = self._stage_shapes[key] = StageShape(
+                tp=tp, pp=pp, ep=ep, stage=stage, first_stage=stage == 0,
+                last_stage=stage == pp - 1, has_layers=s is not None, vocab=self.layout.vocab,
+                hidden=s.hidden_size if s is not None and s.hidden_size else 0,
+                widest_per_token=self.widest(tp, ep),
+                moe_workspace_per_token=self._moe_workspace(tp, ep),
+                activation_bits=self.act_bits, layers=len(self.ranges(pp)[stage]),
+                device_memory_bytes=self.request.device.memory_bytes,
+                mla=s is not None and s.mla is not None,
+                heads=(s.heads or 0) // tp if s is not None else 0,
+                head_dim=s.k_dim if s is not None else 0, model_layers=self.layers,
+            )
+        return found
+
+    def widest(self, tp: int, ep: int) -> int:
+        """Activation elements per token of the widest layer on one rank, per (tp, ep)."""
+        key = (tp, ep)
+        if key not in self._widest:
+            self._widest[key] = _widest(self.stack, tp, ep) if self.stack is not None else 0
+        return self._widest[key]
 
     def reserve(self, tp: int, pp: int, ep: int, stage: int) -> ReserveEstimate:
         """The engine's reserve on one stage (memoised on what it can depend on)."""
@@ -229,7 +244,10 @@ class ModelFacts:
 
     def sequence_bytes(self, tp: int, start: int, stop: int, context: int) -> int:
         """One request's state on one rank of layers start … stop − 1 at `context` tokens,
-        held as each kind holds it (windows capped, paged into blocks)."""
+        held as each kind holds it (windows capped, paged into blocks); memoised."""
+        key = (tp, start, stop, context)
+        if key in self._sequence:
+            return self._sequence[key]
         total = 0
         block = self.settings.block_size
         for run in self.state:
@@ -238,6 +256,7 @@ class ModelFacts:
                 kind = kinds.get(run.kind)
                 total += overlap * kind.sequence_bytes(
                     run, context, layer_dtype(run, self.kv_dtype), block, tp)
+        self._sequence[key] = total
         return total
 
 

@@ -18,7 +18,7 @@ from llm_inventory.engine.placement.models import (
 )
 from llm_inventory.engine.roofline import Timing, roofline
 from llm_inventory.engine.routing import expected_distinct_experts
-from llm_inventory.engine.serving.base import PoolLayout, StartupContext
+from llm_inventory.engine.serving.base import KvCapacity, PoolLayout, StartupContext
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
@@ -40,11 +40,23 @@ class Reporter:
         self._groups: list[TensorGroup] | None = None
         self._profiles: dict[tuple[int, int, int], WorkProfile | None] = {}
         self._model_work: ModelWork | None = None
+        self._capacities: dict[tuple[int, int], tuple[PoolLayout, KvCapacity]] = {}
+        self._timings: dict[tuple[int, ...], Timing | None] = {}
+
+    def capacity(self, layout: PoolLayout, pool: int) -> KvCapacity:
+        """`layout.capacity(pool)`, once per (layout, pool) in a search: a plan asks for its
+        binding stage's, every stage's start-up figures and, when a request does not fit,
+        each stage's longest context (a search over max_model_len)."""
+        key = (id(layout), pool)
+        found = self._capacities.get(key)
+        if found is None:  # the layout is kept beside its figures, so its id stays its own
+            found = self._capacities[key] = (layout, layout.capacity(pool))
+        return found[1]
 
     def plan(self, sized: Sized) -> Plan:
         facts, request = self.facts, self.facts.request
         shape, b = sized.shape, sized.binding
-        cap = sized.layouts[b].capacity(sized.pools[b])
+        cap = self.capacity(sized.layouts[b], sized.pools[b])
         reserve = sized.reserves[b]
         stage = sized.ranges[b]
         per_seq = facts.sequence_bytes(shape.tp, stage.start, stage.stop, facts.context)
@@ -117,7 +129,8 @@ class Reporter:
         the binding worker's)."""
         facts = self.facts
         own = facts.engine.plan_startup_lines(
-            [lay.capacity(pool) for lay, pool in zip(sized.layouts, sized.pools, strict=True)],
+            [self.capacity(lay, pool)
+             for lay, pool in zip(sized.layouts, sized.pools, strict=True)],
             sized.layouts, sized.pools, sized.binding, facts.settings, self.host_layout(sized))
         return binding if own is None else own
 
@@ -154,7 +167,7 @@ class Reporter:
         facts = self.facts
         found = []
         for r, pool, layout in zip(sized.ranges, sized.pools, sized.layouts, strict=True):
-            cap = layout.capacity(pool)
+            cap = self.capacity(layout, pool)
             if cap.max_concurrency >= 1 or not layout.keeps_state:
                 found.append(facts.context)
             elif cap.longest_context is not None:
@@ -236,16 +249,29 @@ class Reporter:
         concurrency = int(sized.concurrency or 0)
         batch = request.batch or max(1, min(concurrency, facts.settings.max_num_seqs))
         prompt = request.prompt_tokens or min(1000, facts.context)
+        weights = sum(sized.weights)
+        state = sum(facts.sequence_bytes(shape.tp, r.start, r.stop, facts.context)
+                    for r in sized.ranges)
+        # Everything below reads these and the search's constants only: a disaggregated
+        # variant, or another plan of the same shape and batch, has the same times.
+        key = (shape.tp, shape.pp, shape.ep, shape.devices, batch, prompt, weights, state)
+        if key not in self._timings:
+            self._timings[key] = self._timing(sized, batch, prompt, weights, state)
+        found = self._timings[key]
+        return None if found is None else found.model_copy()
+
+    def _timing(self, sized: Sized, batch: int, prompt: int, weights: int,
+                state: int) -> Timing | None:
+        facts, request, s = self.facts, self.facts.request, self.facts.stack
+        assert s is not None
+        shape = sized.shape
         prefill_flops, _ = self._phase("prefill", prompt)
         decode_flops, _ = self._phase("decode", batch)
-        weights = sum(sized.weights)
         experts = facts.expert_bytes(shape.tp, shape.ep)
         touched = 1.0
         if facts.moe is not None:
             touched = expected_distinct_experts(facts.moe.experts, facts.moe.top_k,
                                                 batch) / facts.moe.experts
-        state = sum(facts.sequence_bytes(shape.tp, r.start, r.stop, facts.context)
-                    for r in sized.ranges)
         hidden = s.hidden_size or 0
         act = facts.act_bits // 8
         bits = facts.quant.bits if facts.quant is not None else DTYPE_BITS[facts.weight_dtype]
