@@ -18,13 +18,11 @@ def dt_rank(c: HFConfig, key: str, hidden: int) -> int:
     return c.integer(key)
 
 
-def mamba(c: HFConfig) -> ModelSpec:
-    """Mamba-1: one norm and one mixer per layer, no MLP, no attention."""
-    hidden = c.integer("hidden_size")
-    expand = c.integer("expand")
+def _recurrent_model(c: HFConfig, ssm: SSM) -> ModelSpec:
+    """A stack of one norm and one recurrent mixer per layer, nothing else."""
     stack = Stack(
         layers=c.integer("num_hidden_layers"),
-        hidden_size=hidden,
+        hidden_size=c.integer("hidden_size"),
         intermediate_size=0,
         mlp="none",
         norms_per_layer=1,
@@ -32,7 +30,18 @@ def mamba(c: HFConfig) -> ModelSpec:
         tied_embeddings=c.flag("tie_word_embeddings"),
         layer_types=[LayerKind.MAMBA],
         rope=False,
-        ssm=SSM(
+        ssm=ssm,
+    )
+    return decoder_model(c, stack)
+
+
+def mamba(c: HFConfig) -> ModelSpec:
+    """Mamba-1: one norm and one mixer per layer, no MLP, no attention."""
+    hidden = c.integer("hidden_size")
+    expand = c.integer("expand")
+    return _recurrent_model(
+        c,
+        SSM(
             version=1,
             d_state=c.integer("state_size"),
             d_conv=c.integer("conv_kernel"),
@@ -42,7 +51,6 @@ def mamba(c: HFConfig) -> ModelSpec:
             proj_bias=c.flag("use_bias"),
         ),
     )
-    return decoder_model(c, stack)
 
 
 def mamba2(c: HFConfig) -> ModelSpec:
@@ -50,17 +58,9 @@ def mamba2(c: HFConfig) -> ModelSpec:
     hidden = c.integer("hidden_size")
     expand = c.integer("expand")
     head_dim = c.integer("head_dim")
-    stack = Stack(
-        layers=c.integer("num_hidden_layers"),
-        hidden_size=hidden,
-        intermediate_size=0,
-        mlp="none",
-        norms_per_layer=1,
-        vocab_size=c.integer("vocab_size"),
-        tied_embeddings=c.flag("tie_word_embeddings"),
-        layer_types=[LayerKind.MAMBA],
-        rope=False,
-        ssm=SSM(
+    return _recurrent_model(
+        c,
+        SSM(
             version=2,
             d_state=c.integer("state_size"),
             d_conv=c.integer("conv_kernel"),
@@ -74,4 +74,3 @@ def mamba2(c: HFConfig) -> ModelSpec:
             proj_bias=c.flag("use_bias"),
         ),
     )
-    return decoder_model(c, stack)
