@@ -73,6 +73,7 @@ SUPPORTED = [
     "mimo_v2_flash",
     "minimax",
     "minimax_m2",
+    "minimax_m3",
     "ministral3",
     "mistral",
     "mistral3",

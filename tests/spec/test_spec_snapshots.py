@@ -56,6 +56,7 @@ PERTURBED = [
         "gptj", "modernbert", "olmo2", "olmo3", "opt", "seed_oss", "smollm3", "starcoder2",
         "t5")),
     "configs-2026/Llama-3_3-Nemotron-Super-49B-v1.json",
+    "configs-2026/MiniMax-M3.json",
     "configs-2026-dense/transformers-defaults--gpt2.json",
     "more-configs/openai--whisper-base.json",
 ]

@@ -70,6 +70,8 @@ TEXT_MODELS: dict[str, Row] = {
     "mimo": ("mimo", "mimo", ()),  # no transformers class
     "mimo_v2_flash": ("mimo", "mimo_v2_flash", ("MiMoV2FlashForCausalLM",)),
     "minimax_m2": ("minimax", "minimax_m2", ("MiniMaxM2ForCausalLM",)),
+    # no transformers class: MiniMaxM3VLTextConfig (models/minimax_m3_vl) reads its files
+    "minimax_m3": ("minimax", "minimax_m3", ()),
     "ministral3": ("mistral", "ministral3", ("Ministral3ForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
