@@ -45,6 +45,7 @@ SUPPORTED = [
     "gemma3n",
     "gemma4",
     "glm4_moe",
+    "glm4_moe_lite",
     "glm_moe_dsa",
     "gpt2",
     "gpt_bigcode",

@@ -52,6 +52,7 @@ TEXT_MODELS: dict[str, Row] = {
     "gpt_bigcode": ("gpt2", "gpt_bigcode", ("GPTBigCodeForCausalLM",)),
     "gpt_neox": ("gpt_neox", "gpt_neox", ("GPTNeoXForCausalLM",)),
     "glm4_moe": ("glm", "glm4_moe", ("Glm4MoeForCausalLM",)),
+    "glm4_moe_lite": ("deepseek", "glm4_moe_lite", ("Glm4MoeLiteForCausalLM",)),
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
     "gptj": ("gpt_neox", "gptj", ("GPTJForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
