@@ -8,6 +8,8 @@
   with transformers on PyTorch's meta device.
 - data/configs-2026, data/configs-2026-more, data/transformers-defaults-2026: this year's
   architectures; data/oracle-2026.json: their figures (tools/reference_counts.py).
+- data/configs-2026-reported: a config found only as a report's copy (GLM-4.7-Flash), its
+  figures in data/oracle-2026-glm4-moe-lite.json.
 - data/configs-2026-checkpoint-code: configs of types transformers has no class for;
   data/checkpoint-code-counts.json: their figures from the checkpoints' own modelling code
   (tools/checkpoint_code_counts.py).

@@ -10,7 +10,7 @@ ORACLE = DATA / "oracle-2026.json"
 # Further reference sets of this year's architectures, one file per set (oracle-2026-*.json).
 ORACLES = sorted(DATA.glob("oracle-2026*.json"))
 FOLDERS = ("configs-2026", "configs-2026-more", "configs-2026-dense",
-           "transformers-defaults-2026", "configs-2026-variants")
+           "transformers-defaults-2026", "configs-2026-variants", "configs-2026-reported")
 
 
 def entries() -> list[dict[str, object]]:
@@ -84,3 +84,20 @@ def test_dense_configs_are_indexed_with_their_source() -> None:
         "index.json"}
     for e in index:
         assert e["source"] and e["config_kind"] and e["confidence"]
+
+
+def test_reported_configs_say_how_they_were_found() -> None:
+    """A config copied from a report names no repository or commit: it says so, gives its
+    sha256 and the checkpoint figures the report lists."""
+    import hashlib
+
+    folder = DATA / "configs-2026-reported"
+    index = json.loads((folder / "index.json").read_text())
+    assert {e["file"] for e in index} == {p.name for p in folder.glob("*.json")} - {
+        "index.json"}
+    for e in index:
+        assert e["source"] and e["confidence"] and "unknown origin" in e["doubts"]
+        assert e["repository"] is None and e["commit"] is None
+        body = (folder / e["file"]).read_bytes()
+        assert hashlib.sha256(body).hexdigest() == e["sha256"]
+        assert e["checkpoint"]["parameters"] > 0

@@ -22,6 +22,7 @@ CONFIGS = {
     "mimo": "configs-2026/MiMo-7B-Base.json",
     "mimo_v2_flash": "configs-2026/MiMo-V2-Flash.json",
     "minimax_m2": "configs-2026/MiniMax-M2.5.json",
+    "minimax_m3": "configs-2026/MiniMax-M3.json",
     "phimoe": "transformers-defaults-2026/phimoe.json",
     "step3p7": "configs-2026/Step-3.7-Flash.json",
 }

@@ -11,6 +11,7 @@ from tests.reference import DATA
 CONFIGS = {
     "deepseek_v32": "configs-2026/DeepSeek-V3.2.json",
     "deepseek_v4": "configs-2026/DeepSeek-V4-Flash.json",
+    "glm4_moe_lite": "configs-2026-reported/zai-org--GLM-4.7-Flash.json",
     "glm_moe_dsa": "configs-2026-more/zai-org--GLM-5.2.json",
     "kimi_k2": "configs-2026/Kimi-K2-Instruct.json",
     "kimi_k25": "configs-2026/Kimi-K2.5.json",

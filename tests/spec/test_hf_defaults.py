@@ -29,7 +29,10 @@ SOURCE = re.compile(r"^transformers 5\.2[34]\.0 src/transformers/models/[a-z0-9_
 CHECKPOINT_SOURCE = re.compile(r"^checkpoint code github [\w.-]+/[\w.-]+ @[0-9a-f]{40} "
                                r"(\S+/)?configuration_[a-z0-9_]+\.py$")
 # Types with no transformers class (no to_dict() to compare with): a real config stands in.
-NO_CLASS = {"nemotron-nas": DATA / "configs-2026" / "Llama-3_3-Nemotron-Super-49B-v1.json"}
+NO_CLASS = {"nemotron-nas": DATA / "configs-2026" / "Llama-3_3-Nemotron-Super-49B-v1.json",
+            # MiniMaxM3VLTextConfig reads the hub file's keys under other names
+            # (sparse_attention_config, moe_layer_freq): the real file stands in.
+            "minimax_m3": DATA / "configs-2026" / "MiniMax-M3.json"}
 YEAR_2026 = DATA / "transformers-defaults-2026"
 # Defaults to_dict() does not show as the class holds them, and why.
 NOT_IN_TO_DICT = {

@@ -26,8 +26,8 @@ from tests.reference import DATA
 
 # The model types this file answers for; every one must have reference figures here.
 TYPES = {"bailing_moe", "dbrx", "dots1", "ernie4_5_moe", "glm4_moe", "granitemoe", "hunyuan",
-         "hunyuan_v1_moe", "llama4", "mimo", "mimo_v2_flash", "minimax_m2", "phimoe",
-         "step3p7"}
+         "hunyuan_v1_moe", "llama4", "mimo", "mimo_v2_flash", "minimax_m2", "minimax_m3",
+         "phimoe", "step3p7"}
 FOLDERS = ("configs-2026", "configs-2026-more", "transformers-defaults-2026",
            "configs-2026-checkpoint-code")
 
@@ -76,7 +76,8 @@ def test_parameters_are_exact(entry: dict[str, Any]) -> None:
 def _kv_by_layer(spec: ModelSpec) -> list[int]:
     per: list[int] = []
     for run in state_layers(spec):
-        per += [run.elements_per_token()] * run.count
+        # The reference lists a sparse-attention indexer's keys apart from the K/V.
+        per += [run.elements_per_token() - run.index_dim] * run.count
     return per
 
 
@@ -151,6 +152,69 @@ def test_minimax_m2_refuses_lightning_layers() -> None:
     data = {**_load("configs-2026/MiniMax-M2.5.json"), "attn_type_list": [0] + [1] * 61}
     with pytest.raises(InputError, match="attn_type_list"):
         from_hf_config(data, "config.json")
+
+
+def test_minimax_m3_indexed_layers_keep_the_meta_forward_index_keys() -> None:
+    """MiniMax-M3: the layers transformers types `minimax_m3_sparse` run the indexer and
+    cache one `idx_keys` vector of 128 per token beside their K/V (oracle-2026.json)."""
+    (entry,) = [e for e in _entries() if e["model_type"] == "minimax_m3"]
+    layers = [run for run in state_layers(_spec(entry)) for _ in range(run.count)]
+    names = {"full_attention": "full", "minimax_m3_sparse": "indexed_gqa"}
+    assert [layer.kind for layer in layers] == [names[t] for t in entry["layer_types"]]
+    (keys,) = entry["other_per_token_state"]
+    assert keys["tensor"] == "idx_keys"
+    assert [layer.index_dim for layer in layers if layer.index_dim] == \
+        [keys["elems_per_token"]] * keys["layers"]
+
+
+def test_minimax_m3_mtp_modules_are_vllm_drafter_layers() -> None:
+    """num_mtp_modules (7) layers, as vLLM's MiniMaxM3MultiTokenPredictorLayer builds each
+    (vllm/models/minimax_m3/nvidia/mtp.py): a sparse-attention decoder layer with the MoE
+    block (q/k/v/o 106,954,752 + q/k norms 256; indexer 3,932,416; experts 7,247,757,312,
+    router 786,432, shared expert 56,623,104; two layer norms 12,288), enorm, hnorm and
+    final_layernorm (18,432) and eh_proj (2 × 6,144 → 6,144: 75,497,472): 7,491,582,464."""
+    spec = from_hf_config(_load("configs-2026/MiniMax-M3.json"), "m3")
+    counted = count_parameters(spec)
+    assert counted.mtp_parameters == 7 * 7_491_582_464
+    assert counted.total_with_mtp == counted.total + counted.mtp_parameters
+    assert any("num_nextn_predict_layers says 1" in note for note in spec.notes)
+    one = {**_load("configs-2026/MiniMax-M3.json"), "num_mtp_modules": 1}
+    assert count_parameters(from_hf_config(one, "m3")).mtp_parameters == 7_491_582_464
+
+
+@pytest.mark.parametrize(("patch", "field"), [
+    ({"qk_norm_type": "per_layer"}, "qk_norm_type"),
+    ({"attention_output_gate": True}, "attention_output_gate"),
+    ({"moe_layer_freq": [0, 1]}, "moe_layer_freq"),
+    ({"mlp_layer_types": ["sparse"] * 59}, "mlp_layer_types"),
+    ({"sparse_attention_config": {"sparse_attention_freq": [1] * 60,
+                                  "sparse_disable_index_value": [0] * 60}},
+     "sparse_disable_index_value"),
+    # a sparse layer with no index shapes (neither the hub's nor transformers' spelling)
+    ({"sparse_attention_config": {"sparse_attention_freq": [1] * 60}}, "index_"),
+])
+def test_minimax_m3_refuses_what_it_cannot_build(patch: dict[str, Any], field: str) -> None:
+    from llm_inventory.errors import InputError
+
+    with pytest.raises(InputError, match=field):
+        from_hf_config({**_load("configs-2026/MiniMax-M3.json"), **patch}, "config.json")
+
+
+def test_minimax_m3_reads_transformers_spellings_too() -> None:
+    """MiniMaxM3VLTextConfig's own keys (flat index_*, layer_types, mlp_layer_types) build
+    the same model as the hub file's nested sparse_attention_config and moe_layer_freq."""
+    hub = _load("configs-2026/MiniMax-M3.json")
+    sparse = hub["sparse_attention_config"]
+    flat = {k: v for k, v in hub.items() if k not in ("sparse_attention_config",
+                                                        "moe_layer_freq")}
+    flat |= {"index_n_heads": 4, "index_head_dim": 128, "index_block_size": 128,
+             "index_topk_blocks": 16,
+             "layer_types": ["minimax_m3_sparse" if f else "full_attention"
+                             for f in sparse["sparse_attention_freq"]],
+             "mlp_layer_types": ["sparse" if f else "dense" for f in hub["moe_layer_freq"]]}
+    ours, theirs = from_hf_config(hub, "hub"), from_hf_config(flat, "flat")
+    assert ours.decoder == theirs.decoder
+    assert count_parameters(theirs).total == 426_174_565_632
 
 
 def test_glm_dense_layers_come_first_and_mtp_is_counted_apart() -> None:

@@ -1,6 +1,7 @@
 """This year's MLA and sparse-attention types against transformers' own counts and caches
 (tests/data/oracle-2026.json, from tools/reference_counts.py with transformers 5.24.0 on the
-meta device): DeepSeek-V3.2, GLM-5, DeepSeek-V4, Kimi-K2 / K2.5, LongCat-Flash.
+meta device; GLM-4.7-Flash's in oracle-2026-glm4-moe-lite.json): DeepSeek-V3.2, GLM-5,
+DeepSeek-V4, Kimi-K2 / K2.5, LongCat-Flash, GLM-4.7-Flash.
 
 LongCat-Flash has no real config found; its class defaults stand in
 (transformers-defaults-2026/longcat_flash.json).
@@ -24,12 +25,15 @@ from llm_inventory.spec.hf.defaults import class_defaults
 from llm_inventory.spec.model import ModelSpec
 from tests.reference import DATA
 
-TYPES = ("deepseek_v32", "deepseek_v4", "glm_moe_dsa", "kimi_k2", "kimi_k25", "longcat_flash")
-FOLDERS = ("configs-2026", "configs-2026-more", "transformers-defaults-2026")
+TYPES = ("deepseek_v32", "deepseek_v4", "glm4_moe_lite", "glm_moe_dsa", "kimi_k2", "kimi_k25",
+         "longcat_flash")
+FOLDERS = ("configs-2026", "configs-2026-more", "configs-2026-reported",
+           "transformers-defaults-2026")
 
 
 def _entries() -> list[dict[str, Any]]:
-    data = json.loads((DATA / "oracle-2026.json").read_text())
+    data = [e for path in sorted(DATA.glob("oracle-2026*.json"))
+            for e in json.loads(path.read_text())]
     return [e for e in data if e["model_type"] in TYPES]
 
 
@@ -240,3 +244,30 @@ def test_deepseek_v4_mtp_is_a_sliding_layer_with_its_own_hyper_head() -> None:
     p = count_parameters(spec)
     layer = 6_576_416_374  # one sliding layer: attention, MoE, norms, both mHC blocks
     assert p.mtp_parameters == layer + 2 * 4096 * 4096 + 3 * 4096 + 4 * 16384 + 4 + 1
+
+
+def test_glm_4_7_flash_mtp_layer_is_the_checkpoints() -> None:
+    """GLM-4.7-Flash's checkpoint (its tensor table: 31,221,488,576 parameters in 9,703
+    tensors) holds transformers' model, one MTP layer with its own embedding and head copies
+    (layer 47), and 47 router score-correction biases of 64 that transformers keeps as
+    buffers, not parameters."""
+    (entry,) = [e for e in ENTRIES if e["file"] == "zai-org--GLM-4.7-Flash.json"]
+    spec = _spec(entry)
+    counted = count_parameters(spec)
+    assert counted.total_with_mtp is not None
+    assert counted.total_with_mtp + 47 * 64 == entry["checkpoint"]["parameters"]
+    names = {g.name for g in mtp_tensors(spec)}
+    assert {"model.layers.{i}.embed_tokens.weight",
+            "model.layers.{i}.shared_head.head.weight"} <= names
+
+
+def test_glm_4_7_flash_dense_layer_is_layer_0_whatever_first_k_dense_replace_says() -> None:
+    """Glm4MoeLiteConfig has no first_k_dense_replace: without mlp_layer_types layer 0 alone
+    is dense (its __post_init__); mlp_layer_types, when given, rules."""
+    (entry,) = [e for e in ENTRIES if e["file"] == "zai-org--GLM-4.7-Flash.json"]
+    data = json.loads(_path(entry["file"]).read_text())
+    three = from_hf_config({**data, "first_k_dense_replace": 3}, "flash")
+    assert count_parameters(three).moe_layers == 46
+    assert any("first_k_dense_replace 3 is not read" in note for note in three.notes)
+    listed = {**data, "mlp_layer_types": ["dense"] * 3 + ["sparse"] * 44}
+    assert count_parameters(from_hf_config(listed, "flash")).moe_layers == 44

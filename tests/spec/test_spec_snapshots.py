@@ -34,7 +34,7 @@ SUB_CONFIGS = DATA / "transformers-defaults" / "sub-configs"
 UPDATE = bool(os.environ.get("UPDATE_SPEC_SNAPSHOTS"))
 YEAR_2026 = {"configs-2026", "configs-2026-more", "configs-2026-dense",
              "configs-2026-checkpoint-code", "configs-2026-variants",
-             "transformers-defaults-2026"}
+             "configs-2026-reported", "transformers-defaults-2026"}
 # Base configs whose keys are perturbed one by one: each configuration class's own
 # defaults, and one real config of every model type those do not cover.
 PERTURBED = [
@@ -56,6 +56,8 @@ PERTURBED = [
         "gptj", "modernbert", "olmo2", "olmo3", "opt", "seed_oss", "smollm3", "starcoder2",
         "t5")),
     "configs-2026/Llama-3_3-Nemotron-Super-49B-v1.json",
+    "configs-2026/MiniMax-M3.json",
+    "transformers-defaults-2026/glm4_moe_lite.json",
     "configs-2026-dense/transformers-defaults--gpt2.json",
     "more-configs/openai--whisper-base.json",
 ]

@@ -1,7 +1,8 @@
-"""DeepSeek-V2, V3 and V3.2, and GLM-5 (transformers `models/deepseek_v2`, `deepseek_v3`,
-`deepseek_v32`, `glm_moe_dsa`): multi-head latent attention (MLA), routed plus shared
-experts after `first_k_dense_replace` dense layers; V3.2 and GLM-5 add DeepSeek Sparse
-Attention's lightning indexer to every layer (GLM IndexShare layers reuse another's).
+"""DeepSeek-V2, V3 and V3.2, GLM-4.7-Flash and GLM-5 (transformers `models/deepseek_v2`,
+`deepseek_v3`, `deepseek_v32`, `glm4_moe_lite`, `glm_moe_dsa`): multi-head latent attention
+(MLA), routed plus shared experts after `first_k_dense_replace` dense layers; V3.2 and GLM-5
+add DeepSeek Sparse Attention's lightning indexer to every layer (GLM IndexShare layers reuse
+another's).
 
 Multi-token-prediction layers (`num_nextn_predict_layers`) are described as an `MTP` block:
 transformers does not build them (`_keys_to_ignore_on_load_unexpected`), checkpoints hold
@@ -27,11 +28,12 @@ from llm_inventory.spec.model import (
 )
 
 
-def _moe(c: HFConfig, notes: list[str]) -> MoE | None:
+def _moe(c: HFConfig, notes: list[str], first_dense: int | None = None) -> MoE | None:
     """The routed experts; an explicit null n_routed_experts makes every MLP dense.
 
     `mlp_layer_types` (V3.2 and GLM-5: "dense" / "sparse" per layer) lists the MoE layers
-    when given; otherwise the first `first_k_dense_replace` layers are dense.
+    when given; otherwise the first `first_k_dense_replace` layers are dense, or the first
+    `first_dense` for a class that has no such key.
     """
     routed = present_or_default(c, "n_routed_experts")
     if not routed:
@@ -43,7 +45,8 @@ def _moe(c: HFConfig, notes: list[str]) -> MoE | None:
                      "per token (DeepSeek-V2's routing)")
     shared = present_or_default(c, "n_shared_experts", minimum=0) or 0
     expert_size = c.integer("moe_intermediate_size")
-    first = present_or_default(c, "first_k_dense_replace", minimum=0) or 0
+    first = first_dense if first_dense is not None else (
+        present_or_default(c, "first_k_dense_replace", minimum=0) or 0)
     kinds = c.str_list("mlp_layer_types")
     layers = None
     if kinds is not None:
@@ -103,7 +106,8 @@ def _mla(c: HFConfig) -> MLA:
     )
 
 
-def _stack(c: HFConfig, notes: list[str], **fields: object) -> Stack:
+def _stack(c: HFConfig, notes: list[str], first_dense: int | None = None,
+           **fields: object) -> Stack:
     heads = c.integer("num_attention_heads")
     mla = _mla(c)
     values: dict[str, object] = {
@@ -119,7 +123,7 @@ def _stack(c: HFConfig, notes: list[str], **fields: object) -> Stack:
         "qkv_bias": c.flag("attention_bias"),
         "o_bias": c.flag("attention_bias"),
         "mla": mla,
-        "moe": _moe(c, notes),
+        "moe": _moe(c, notes, first_dense),
     }
     values.update(fields)
     return Stack.model_validate(values)
@@ -136,9 +140,10 @@ def _mtp_note(stack: Stack) -> str:
             "holds, loaded only for speculative decoding")
 
 
-def _deepseek(c: HFConfig, *, mtp_copies: bool = True, **fields: object) -> ModelSpec:
-    notes: list[str] = []
-    stack = _stack(c, notes, **fields)
+def _deepseek(c: HFConfig, *, mtp_copies: bool = True, notes: list[str] | None = None,
+              first_dense: int | None = None, **fields: object) -> ModelSpec:
+    notes = notes if notes is not None else []
+    stack = _stack(c, notes, first_dense, **fields)
     # DeepseekV2Config has no multi-token-prediction layers; an explicit null has none.
     mtp = mtp_block(c, stack.hidden_size or 0, stack.vocab_size, copies=mtp_copies)
     if mtp is not None:
@@ -153,6 +158,24 @@ def deepseek_v2(c: HFConfig) -> ModelSpec:
 
 def deepseek_v3(c: HFConfig) -> ModelSpec:
     return _deepseek(c)
+
+
+def glm4_moe_lite(c: HFConfig) -> ModelSpec:
+    """GLM-4.7-Flash (`Glm4MoeLiteForCausalLM`, models/glm4_moe_lite): DeepSeek-V3's MLA and
+    MoE (`Glm4MoeLiteAttention`, `Glm4MoeLiteMoE`: one shared MLP of n_shared_experts ×
+    moe_intermediate_size, the router's `e_score_correction_bias` a buffer). The class has no
+    `first_k_dense_replace`: without `mlp_layer_types` only layer 0 is dense
+    (`Glm4MoeLiteConfig.__post_init__`). Its multi-token-prediction layer stores its own
+    embedding and head, as DeepSeek-V3's does (the checkpoint's layer 47: `embed_tokens`,
+    `shared_head.head`)."""
+    notes: list[str] = []
+    first = None if c.has("mlp_layer_types") else 1
+    given = c.opt_integer("first_k_dense_replace", minimum=0)
+    if first is not None and given not in (None, first):
+        notes.append(f"first_k_dense_replace {given} is not read: transformers' "
+                     "Glm4MoeLiteConfig makes layer 0 alone dense unless mlp_layer_types says "
+                     "otherwise")
+    return _deepseek(c, notes=notes, first_dense=first)
 
 
 def _indexer(c: HFConfig) -> Indexer:

@@ -52,6 +52,7 @@ TEXT_MODELS: dict[str, Row] = {
     "gpt_bigcode": ("gpt2", "gpt_bigcode", ("GPTBigCodeForCausalLM",)),
     "gpt_neox": ("gpt_neox", "gpt_neox", ("GPTNeoXForCausalLM",)),
     "glm4_moe": ("glm", "glm4_moe", ("Glm4MoeForCausalLM",)),
+    "glm4_moe_lite": ("deepseek", "glm4_moe_lite", ("Glm4MoeLiteForCausalLM",)),
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
     "gptj": ("gpt_neox", "gptj", ("GPTJForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
@@ -70,6 +71,8 @@ TEXT_MODELS: dict[str, Row] = {
     "mimo": ("mimo", "mimo", ()),  # no transformers class
     "mimo_v2_flash": ("mimo", "mimo_v2_flash", ("MiMoV2FlashForCausalLM",)),
     "minimax_m2": ("minimax", "minimax_m2", ("MiniMaxM2ForCausalLM",)),
+    # no transformers class: MiniMaxM3VLTextConfig (models/minimax_m3_vl) reads its files
+    "minimax_m3": ("minimax", "minimax_m3", ()),
     "ministral3": ("mistral", "ministral3", ("Ministral3ForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
