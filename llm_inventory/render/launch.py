@@ -34,7 +34,7 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
         parts.append(Text("\n".join(f"  {line}" for line in result.startup)))
     if result.startup_error:
         parts.append(Text(f"{result.label} will stop with:", style="bold red"))
-        parts.append(Text(f"  ValueError: {result.startup_error}", style="red"))
+        parts.append(Text(f"  {result.startup_error}", style="red"))
     if result.longest_context is not None:
         parts.append(Text(f"the longest context that fits: {result.longest_context:,} tokens",
                           style="yellow"))

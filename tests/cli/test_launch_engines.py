@@ -224,3 +224,25 @@ def test_placement_side_by_side(invoke: Invoke) -> None:
     eager = invoke("placement", "llama-3.1-8b", "--device", "h100", "--count", "1",
                    "--engine-arg", "enforce_eager=true", "--format", "json").json()
     assert eager["plans"][0]["per_device"]["kv_pool_bytes"] == pools[1]
+
+
+@pytest.mark.parametrize(("command", "lead"), [
+    (("vllm", "serve", "llama-3.1-8b", "--max-model-len", "128K"), "ValueError: To serve"),
+    (("vllm", "serve", "llama-3.1-8b", "--max-model-len", "128K", "--gpu-memory-utilization",
+      "0.5"), "ValueError: No available memory"),
+    (("python", "-m", "sglang.launch_server", "--model-path", "llama-3.1-8b"),
+     "RuntimeError: Not enough memory"),
+    (("llama-server", "-m", "llama-3.1-8b", "-c", "131072"),
+     "ggml_backend_cuda_buffer_type_alloc_buffer: "),
+])
+def test_the_stop_is_led_by_the_engines_own_exception(invoke: Invoke, command: tuple[str, ...],
+                                                      lead: str) -> None:
+    """Each engine's error as it raises it: vLLM's ValueError, SGLang's RuntimeError, and
+    llama.cpp's log lines with no Python exception at all."""
+    run = invoke("launch", "--device", "l4", "--format", "json", "--", *command)
+    assert run.code == 0, run.stderr
+    error = run.json()["startup_error"]
+    assert error.startswith(lead), error
+    table = invoke("launch", "--device", "l4", "--", *command)
+    assert f"will stop with:\n  {lead}" in table.stdout
+    assert "ValueError: RuntimeError" not in table.stdout

@@ -389,8 +389,8 @@ class ServingEngine(ABC):
 
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:
-        """The error the engine stops with at start-up for this pool, in its own words (None:
-        it starts)."""
+        """The error the engine stops with at start-up for this pool, in its own words, led by
+        the exception it raises where it raises one (None: it starts)."""
         return None
 
     # --- what it prints -------------------------------------------------------------------

@@ -265,13 +265,14 @@ class VllmV0(VllmV1):
 
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:
-        """`raise_if_cache_size_invalid` (vllm/worker/worker.py), in its words."""
+        """`raise_if_cache_size_invalid` (vllm/worker/worker.py), in its words and with the
+        ValueError it raises."""
         if capacity.blocks <= 0:
-            return ("No available memory for the cache blocks. Try increasing "
+            return ("ValueError: No available memory for the cache blocks. Try increasing "
                     "`gpu_memory_utilization` when initializing the engine.")
         if settings.max_model_len > capacity.tokens:
-            return (f"The model's max seq len ({settings.max_model_len}) is larger than the "
-                    "maximum number of tokens that can be stored in KV cache "
+            return (f"ValueError: The model's max seq len ({settings.max_model_len}) is "
+                    "larger than the maximum number of tokens that can be stored in KV cache "
                     f"({capacity.tokens}). Try increasing `gpu_memory_utilization` or "
                     "decreasing `max_model_len` when initializing the engine.")
         return None
