@@ -40,4 +40,8 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
                           style="yellow"))
     parts.append(Text("* the reserve (activation peak, non-torch memory, CUDA graphs where "
                       "the engine subtracts them) is an estimate", style="dim"))
+    if result.trust:
+        parts.append(Text("trust: " + "; ".join(f"{group.replace('_', ' ')} {t.label()}"
+                                                for group, t in result.trust.items()),
+                          style="dim"))
     return parts

@@ -246,3 +246,13 @@ def test_the_stop_is_led_by_the_engines_own_exception(invoke: Invoke, command: t
     table = invoke("launch", "--device", "l4", "--", *command)
     assert f"will stop with:\n  {lead}" in table.stdout
     assert "ValueError: RuntimeError" not in table.stdout
+
+
+def test_launch_says_how_each_figure_was_obtained(invoke: Invoke) -> None:
+    command = ("--", "vllm", "serve", "llama-3.1-8b", "--max-model-len", "32768")
+    data = invoke("launch", "--device", "h100", "--format", "json", *command).json()
+    kinds = {group: t["kind"] for group, t in data["trust"].items()}
+    assert kinds["weights"] == "exact" and kinds["kv_pool"] == "engine rule"
+    assert kinds["reserve"] == "calibrated estimate" and kinds["startup"] == "engine rule"
+    table = invoke("launch", "--device", "h100", *command).stdout
+    assert "trust: weights exact" in table and "startup engine rule" in table
