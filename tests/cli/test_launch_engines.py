@@ -256,3 +256,17 @@ def test_launch_says_how_each_figure_was_obtained(invoke: Invoke) -> None:
     assert kinds["reserve"] == "calibrated estimate" and kinds["startup"] == "engine rule"
     table = invoke("launch", "--device", "h100", *command).stdout
     assert "trust: weights exact" in table and "startup engine rule" in table
+
+
+@pytest.mark.parametrize(("engine", "band"), [
+    ("vllm@0.19", 0.007), ("vllm@0.10", 0.03), ("sglang", 0.03), ("trtllm", 0.03),
+    ("llamacpp", 0.15)])
+def test_the_reserve_band_is_the_engines_own(invoke: Invoke, engine: str, band: float) -> None:
+    """vLLM 0.19's 0.7 % is no other engine's: each quotes the band its start-ups showed."""
+    data = _placement(invoke, "llama-3.1-8b", "--device", "h100", "--count", "1",
+                      "--engine", engine)
+    reserve = data["trust"]["reserve"]  # type: ignore[index]
+    assert reserve["band"] == band
+    assert "start-up" in reserve["basis"]
+    if engine.startswith("sglang"):
+        assert "SGLang" in reserve["basis"]
