@@ -73,6 +73,8 @@ class LaunchResult(BaseModel):
 def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngine,
                    device: Device, count: int | None = None) -> LaunchResult:
     """Placement for the split and settings `command` pins, as `engine` accounts for it."""
+    if count:
+        command = engine.on_devices(command, count)
     devices = count or command.tp * command.pp * command.dp
     context = command.context or engine.context_limit(spec)
     if context is None:

@@ -270,3 +270,15 @@ def test_the_reserve_band_is_the_engines_own(invoke: Invoke, engine: str, band: 
     assert "start-up" in reserve["basis"]
     if engine.startswith("sglang"):
         assert "SGLang" in reserve["basis"]
+
+
+def test_llamacpp_splits_its_layers_over_every_device_it_sees(invoke: Invoke) -> None:
+    """One llama-server process on four GPUs is four layer stages, not four replicas."""
+    run = invoke("launch", "--device", "h100", "--count", "4", "--format", "json", "--",
+                 "llama-server", "-m", "llama-3.1-70b", "-c", "8192", "-ngl", "999")
+    assert run.code == 0, run.stderr
+    plan = run.json()["plan"]
+    assert (plan["tp"], plan["pp"], plan["dp"]) == (1, 4, 1)
+    one = invoke("launch", "--device", "h100", "--count", "4", "--format", "json", "--",
+                 "llama-server", "-m", "llama-3.1-70b", "-c", "8192", "-ts", "1,1")
+    assert one.json()["plan"]["pp"] == 2  # -ts names the devices it splits over

@@ -530,7 +530,10 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
 
 def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -> \
         tuple[str | None, dict[str, str]]:
-    """The chosen plan's command for its engine, and for every other registered engine."""
+    """The chosen plan's command for its engine, and for every other registered engine
+    (with that engine's own memory default: the fractions do not carry over)."""
+    from dataclasses import replace
+
     from llm_inventory.engine import serving
 
     facts = ev.facts
@@ -546,7 +549,7 @@ def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -
     others = {}
     for name in serving.names():
         if name != plan.engine:
-            command = launch_command(name, launch)
+            command = launch_command(name, replace(launch, memory_fraction=None))
             if command is not None:
                 others[name] = command
     return own, others

@@ -385,6 +385,11 @@ class ServingEngine(ABC):
 
         raise InputError("launch", f"{self.label} command lines are not read yet")
 
+    def on_devices(self, command: LaunchCommand, count: int) -> LaunchCommand:
+        """The command as it runs when it sees `count` devices (most engines: the split it
+        names, any devices beyond it running replicas)."""
+        return command
+
     def context_fallback(self, capacity: KvCapacity, settings: EngineSettings) -> str | None:
         """What the engine does instead of failing when one request at the context does not
         fit, in a phrase (None: it refuses, or the request fits)."""

@@ -368,6 +368,15 @@ class LlamaCpp(ServingEngine):
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_llamacpp(argv, self.name)
 
+    def on_devices(self, command: LaunchCommand, count: int) -> LaunchCommand:
+        """One process uses every device it sees: `-sm layer` (the default) with no `-ts`
+        splits the layers by free memory (src/llama-model.cpp llama_model::load_tensors),
+        so `count` devices of one kind are `count` even stages; `-sm none` keeps one."""
+        if (count > 1 and not command.flags.get("tensor_split")
+                and command.flags.get("split_mode", "layer") == "layer"):
+            return command.model_copy(update={"pp": count})
+        return command
+
     def at_version(self, version: str) -> ServingEngine:
         """This era answering as build `version` does (its defaults and lines)."""
         text = version.strip().lower().lstrip("vb")
