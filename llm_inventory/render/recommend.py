@@ -97,6 +97,12 @@ def recommend_tables(result: RecommendResult, limit: int | None = None) -> list[
     return parts
 
 
+#: The start-up lines that state the pool, in each engine's words.
+_POOL_LINES = ("GPU KV cache size", "Maximum concurrency", "# cuda blocks", "# GPU blocks",
+               "KV Cache is allocated", "[TensorRT-LLM][INFO] [MemUsageChange]",
+               "llama_kv_cache: size")
+
+
 def _chosen(result: RecommendResult, p: RecommendedPlan) -> list[Table | Text]:
     key = result.targets.percentile
     lines = [f"chosen: {p.replicas} × {p.gpus_per_replica} {p.device} ({p.label}) on "
@@ -121,6 +127,14 @@ def _chosen(result: RecommendResult, p: RecommendedPlan) -> list[Table | Text]:
     parts: list[Table | Text] = [Text("\n".join(lines))]
     if result.launch:
         parts.append(Text(f"launch: {result.launch}"))
+    if result.launch_startup:
+        said = "; ".join(line for line in result.launch_startup if line.startswith(_POOL_LINES))
+        text = f"  `inventory launch` reads it back: {said}"
+        held = result.launch_max_concurrency
+        if held is not None and int(held) > p.batch_limit:
+            text += (f" (more than the plan's {p.batch_limit}, sized at the engine's default "
+                     "sequences per step: fewer shrink its sampling and graph reserve)")
+        parts.append(Text(text))
     for engine, command in result.equivalents.items():
         parts.append(Text(f"  {engine}: {command}", style="dim"))
     return parts

@@ -196,3 +196,30 @@ def test_the_other_engines_commands_keep_their_own_memory_default(invoke: Invoke
             assert read["context"] == 8000
         else:
             assert read["plan"]["pp"] == chosen["gpus_per_replica"]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])
+def test_launch_reads_back_to_the_same_prediction(invoke: Invoke, engine: str) -> None:
+    """The chosen command through `inventory launch` prints what recommend says it will."""
+    data = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--isl", "2000", "--osl",
+                  "500", "--qps", "4", "--engine", engine, "--format", "json").json()
+    chosen = data["chosen"]
+    run = invoke("launch", "--device", "h100", "--count", str(chosen["gpus_per_replica"]),
+                 "--format", "json", "--", *shlex.split(data["launch"]))
+    assert run.code == 0, run.stderr
+    read = run.json()
+    assert read["starts"] and read["startup"] == data["launch_startup"]
+    assert read["plan"]["per_device"]["kv_capacity_tokens"] == data["launch_kv_tokens"]
+    assert read["plan"]["max_concurrency"] == data["launch_max_concurrency"]
+    assert read["command"]["max_num_seqs"] == chosen["batch"]
+    # the launched engine holds the operating batch at the workload's context
+    assert read["plan"]["max_concurrency"] >= chosen["batch"]
+
+
+def test_llamacpp_holds_the_slots_its_room_takes(invoke: Invoke) -> None:
+    """llama.cpp allocates what -c asks, so its bound is the room over one sequence, not the
+    one context a default launch allocates."""
+    data = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--isl", "2000", "--osl",
+                  "500", "--qps", "4", "--engine", "llamacpp", "--format", "json").json()
+    assert data["chosen"]["batch_limit"] > 100
+    assert data["chosen"]["replicas"] == 1

@@ -131,12 +131,19 @@ class Evaluator:
 
     def batch_limit(self, plan: Plan) -> int:
         """Sequences one replica runs at once at the workload's mean lengths: its pools'
-        KV tokens over ISL + OSL per sequence, at most max_num_seqs per engine."""
+        KV tokens over ISL + OSL per sequence, at most max_num_seqs per engine. An engine
+        that allocates what its context flags ask (llama.cpp) holds as many slots of the
+        workload's context as the device's room takes; the launch command asks for them."""
         d = plan.per_device
         if d is None:
             return 0
         engines = max(1, plan.engines // max(1, plan.dp))
-        per_engine = d.kv_capacity_tokens / (self.lengths.isl + self.lengths.osl)
+        if self.facts.engine.kv_from_context and d.state_bytes_per_sequence:
+            room = d.usable_bytes - d.weight_bytes - d.reserve_bytes
+            return int(max(0, room) / d.state_bytes_per_sequence) * engines
+        block = max(1, self.facts.settings.block_size)  # a sequence holds whole blocks
+        per_engine = d.kv_capacity_tokens / (
+            math.ceil((self.lengths.isl + self.lengths.osl) / block) * block)
         if not d.kv_capacity_tokens:
             per_engine = float(self.facts.settings.max_num_seqs)
         per_engine = min(per_engine, float(self.facts.settings.max_num_seqs))
@@ -495,10 +502,13 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
     launch: str | None = None
     equivalents: dict[str, str] = {}
     capacity: list[CapacityPoint] = []
+    readback: dict[str, object] = {}
     if chosen is not None:
         ev = evaluators[(chosen.device, chosen.engine)]
         launch, equivalents = _launches(ev, chosen, request)
         capacity = _capacity(ev, chosen)
+        if launch is not None and chosen.disaggregation is None:
+            readback = _read_back(spec, ev, chosen, launch)
     shown = ordered[:request.limit] if request.limit else ordered
     loaded = request.workload.qps is not None or request.workload.concurrency is not None
     regime = "request rate" if loaded else "offline maximum"
@@ -515,6 +525,7 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
         estimate=timing_estimate(cal, engine_label, regime), considered=len(plans),
         meeting=sum(1 for p in plans if p.status == "meets"), plans=shown, chosen=chosen,
         launch=launch, equivalents=equivalents, pareto=_front(pareto), capacity=capacity,
+        **readback,
         notes=notes,
         trust={
             "gpus": exact("whole replicas of plans whose memory fits"),
@@ -526,6 +537,24 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
             "cost": exact("price catalog × GPUs: as exact as the dated list price"),
         },
     )
+
+
+def _read_back(spec: ModelSpec, ev: Evaluator, plan: RecommendedPlan,
+               launch: str) -> dict[str, object]:
+    """`launch` read and predicted as `inventory launch` does, on one replica's GPUs."""
+    import shlex
+
+    from llm_inventory.engine import serving
+    from llm_inventory.engine.launch import match_program, predict_launch
+
+    era, rest = match_program(shlex.split(launch))
+    command = era.parse_launch(rest)
+    engine = serving.get(f"{era.name}@{plan.engine_version}")
+    result = predict_launch(spec, command, engine, ev.device, plan.gpus_per_replica)
+    d = result.plan.per_device
+    return {"launch_startup": result.startup,
+            "launch_kv_tokens": d.kv_capacity_tokens if d is not None else None,
+            "launch_max_concurrency": result.plan.max_concurrency}
 
 
 def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -> \

@@ -180,6 +180,12 @@ class RecommendResult(BaseModel):
     chosen: RecommendedPlan | None
     launch: str | None  # the chosen plan's engine command
     equivalents: dict[str, str] = Field(default_factory=dict)  # the same plan, other engines
+    # `launch` read back as `inventory launch` reads it, on one replica's GPUs: what the
+    # engine will print at start-up with those flags (its --max-num-seqs frees memory the
+    # plan, sized at the engine's default, kept for sampling and graphs)
+    launch_startup: list[str] = Field(default_factory=list)
+    launch_kv_tokens: int | None = None
+    launch_max_concurrency: float | None = None
     pareto: list[ParetoPoint]
     capacity: list[CapacityPoint]  # the chosen plan's pool against context length
     notes: list[str] = Field(default_factory=list)

@@ -261,6 +261,10 @@ class ServingEngine(ABC):
     # the reserve's error band: how far the KV pool it leaves landed from those start-ups
     # (vLLM 0.19: within 0.7 % on 30 runs; the others' tests hold them to their band)
     reserve_band: ClassVar[float] = 0.007
+    # the engine allocates the KV its context flags ask for (llama.cpp's -c over -np slots)
+    # rather than sizing a pool from memory: the sequences a device can hold are then its
+    # room over one sequence's state, whatever one launch allocated
+    kv_from_context: ClassVar[bool] = False
 
     # --- settings and model facts ---------------------------------------------------------
 
