@@ -223,3 +223,28 @@ def test_llamacpp_holds_the_slots_its_room_takes(invoke: Invoke) -> None:
                   "500", "--qps", "4", "--engine", "llamacpp", "--format", "json").json()
     assert data["chosen"]["batch_limit"] > 100
     assert data["chosen"]["replicas"] == 1
+
+
+def test_the_readmes_line_by_line_account_quotes_todays_figures(invoke: Invoke) -> None:
+    """The prose under the README's recommend block restates its figures; the block is
+    regenerated, the prose is not, so it is checked against a fresh run."""
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    prose = readme.split("Line by line:", 1)[1].split("### ", 1)[0]
+    data = invoke(*SEED, "--ttft", "2s", "--tpot", "50ms", "--percentile", "p95",
+                  "--format", "json").json()
+    chosen = data["chosen"]
+    placed = invoke("placement", "examples/dense-70b.yaml", "--device", "h100", "--count",
+                    "8", "--context", "8000", "--tp", "4", "--pp", "1", "--format",
+                    "json").json()
+    tokens = next(p for p in placed["plans"] if p["disaggregation"] is None
+                  )["per_device"]["kv_capacity_tokens"]
+    limit, batch = chosen["batch_limit"], chosen["batch"]
+    assert f"KV pool of {tokens:,} tokens per replica" in prose
+    assert f"holds {limit}\n  requests" in prose or f"holds {limit} requests" in prose
+    assert f"`batch° {batch}/{limit}`" in prose
+    assert f"{limit} × 7,000 ÷ 1,000 = {limit * 7000 // 1000:,} prompt tokens" in prose
+    assert f"{chosen['replicas']} replicas, {chosen['gpus']} GPUs" in prose
+    assert f"prints {data['launch_kv_tokens']:,} tokens" in prose
+    assert f"{int(data['launch_max_concurrency'])} requests" in prose
