@@ -437,29 +437,11 @@ def _front(points: list[ParetoPoint]) -> list[ParetoPoint]:
 def _capacity(ev: Evaluator, plan: RecommendedPlan) -> list[CapacityPoint]:
     """The chosen plan's pool (its binding stage) held at contexts from 1,024 tokens to the
     model's limit: KV tokens and requests at that context."""
-    from llm_inventory.engine.placement.candidates import Shape
-    from llm_inventory.engine.placement.fit import size
+    from llm_inventory.engine.capacity import capacity_against_context, contexts_to
 
-    facts = ev.facts
-    sized = size(facts, Shape(tp=plan.tp, pp=plan.pp, ep=plan.ep), [], [])
-    if not sized.pools or not all(pool > 0 for pool in sized.pools):
-        return []
     limit = ev.spec.max_context or max(ev.lengths.longest, 131072)
-    contexts = sorted({c for c in (2 ** k for k in range(10, 21)) if c <= limit}
-                      | {ev.lengths.longest})
-    out = []
-    for context in contexts:
-        settings = facts.settings.model_copy(update={"max_model_len": context})
-        held, tokens = math.inf, 0
-        for stage, pool in zip(sized.ranges, sized.pools, strict=True):
-            layout = facts.engine.pool_layout(facts.kv_layers(plan.tp, stage.start,
-                                                              stage.stop), settings)
-            blocks, stage_tokens, conc = layout.measure(pool)
-            if layout.keeps_state and conc < held:
-                held, tokens = conc, stage_tokens
-        out.append(CapacityPoint(context=context, kv_tokens=tokens,
-                                 max_concurrency=0.0 if held == math.inf else held))
-    return out
+    return capacity_against_context(ev.facts, plan.tp, plan.pp, plan.ep,
+                                    contexts_to(limit, ev.lengths.longest))
 
 
 def _check(spec: ModelSpec, request: RecommendRequest, lengths: Lengths) -> None:

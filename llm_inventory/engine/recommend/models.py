@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
+from llm_inventory.engine.capacity import CapacityPoint as CapacityPoint
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.trust import Trust
 from llm_inventory.spec.devices import Device
@@ -156,14 +157,6 @@ class ParetoPoint(BaseModel):
     tokens_per_s_per_gpu: float
     tokens_per_s_per_user: float
     on_front: bool
-
-
-class CapacityPoint(BaseModel):
-    """The chosen plan's KV pool at one context length: tokens and requests it holds."""
-
-    context: int
-    kv_tokens: int
-    max_concurrency: float
 
 
 class RecommendResult(BaseModel):
