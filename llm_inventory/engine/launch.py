@@ -76,7 +76,7 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
     if count:
         command = engine.on_devices(command, count)
     devices = count or command.tp * command.pp * command.dp
-    context = command.context or engine.context_limit(spec)
+    context = command.context or engine.launch_context(spec, command)
     if context is None:
         raise InputError("launch", f"{spec.name} states no context length; give "
                          "the engine's context flag")

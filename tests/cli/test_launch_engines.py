@@ -282,3 +282,26 @@ def test_llamacpp_splits_its_layers_over_every_device_it_sees(invoke: Invoke) ->
     one = invoke("launch", "--device", "h100", "--count", "4", "--format", "json", "--",
                  "llama-server", "-m", "llama-3.1-70b", "-c", "8192", "-ts", "1,1")
     assert one.json()["plan"]["pp"] == 2  # -ts names the devices it splits over
+
+
+@pytest.mark.parametrize(("version", "flags", "context"), [
+    ("7880", (), 40960),  # -c 0, the default: the model's training context
+    ("5000", (), 4096),  # the older default
+    ("5000", ("-c", "0"), 40960),
+])
+def test_llamacpp_without_a_context_flag(invoke: Invoke, version: str, flags: tuple[str, ...],
+                                         context: int) -> None:
+    run = invoke("launch", "--device", "h100", "--engine-version", version, "--format",
+                 "json", "--", "llama-server", "-m", "qwen3-8b", *flags)
+    assert run.code == 0, run.stderr
+    assert run.json()["context"] == context
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (("-c", "abc"), "-c: "), (("--ctx-size", "abc"), "--ctx-size: "),
+    (("-ctk", "q9_9"), "-ctk: "), (("-ts", "1,x"), "-ts: "), (("-fa=maybe",), "-fa: ")])
+def test_llamacpp_errors_name_the_flag_as_written(invoke: Invoke, flags: tuple[str, ...],
+                                                  named: str) -> None:
+    run = invoke("launch", "--device", "h100", "--", "llama-server", "-m", "qwen3-8b", *flags)
+    assert run.code == 2 and run.stdout == ""
+    assert run.stderr.startswith(f"inventory: error: {named}"), run.stderr

@@ -277,6 +277,11 @@ class ServingEngine(ABC):
         """The longest max_model_len the engine accepts for `spec` (None: no limit known)."""
         return spec.max_context
 
+    def launch_context(self, spec: ModelSpec, command: LaunchCommand) -> int | None:
+        """The context a command line that names none serves (by default the model's
+        limit, as vLLM and SGLang take max_position_embeddings; None: unknown)."""
+        return self.context_limit(spec)
+
     def state_layers(self, spec: ModelSpec, layers: tuple[StateLayer, ...],
                      settings: EngineSettings) -> tuple[StateLayer, ...]:
         """The state the engine keeps for `spec`, from the model's own `layers` (by default

@@ -233,6 +233,13 @@ class LlamaCpp(ServingEngine):
     def context_limit(self, spec: ModelSpec) -> int | None:
         return None  # llama.cpp serves past the training context (it warns)
 
+    def launch_context(self, spec: ModelSpec, command: LaunchCommand) -> int | None:
+        """`-c 0` takes the model's training context (src/llama-context.cpp: n_ctx 0 →
+        n_ctx_train), and 0 is the default from b7880 (and in ik_llama.cpp); older builds
+        default to 4096 (common/common.h)."""
+        return int(command.flags.get("ctx_size", self.defaults()["ctx_size"])) \
+            or spec.max_context
+
     def split_limits(self, tp: int, pp: int, ep: int) -> list[str]:
         reasons = []
         if tp > 1:
@@ -548,9 +555,45 @@ _OPTIONS: dict[str, tuple[str, bool]] = {
 _FA_VALUES = ("on", "off", "auto", "1", "0", "true", "false")
 
 
+def _typed_flags(values: dict[str, FlagValue]) -> dict[str, FlagValue]:
+    """The command's values as the engine's settings take them; InputError for a bad one."""
+    flags: dict[str, FlagValue] = {}
+    for key in ("ctx_size", "n_gpu_layers", "parallel", "ubatch_size", "batch_size",
+                "n_cpu_moe", "mla_use"):
+        if key in values:
+            flags[key] = _integer(values[key], key)
+    for key in ("cache_type_k", "cache_type_v"):
+        if key in values:
+            flags[key] = kv_cache_type(str(values[key]), key)
+    if "flash_attn" in values:
+        fa = str(values["flash_attn"]).lower()
+        fa = {"1": "on", "true": "on", "0": "off", "false": "off"}.get(fa, fa)
+        if fa not in ("on", "off", "auto"):
+            raise InputError("flash_attn", f"{values['flash_attn']!r}: use on, off or auto")
+        flags["flash_attn"] = fa
+    if values.get("swa_full"):
+        flags["swa_full"] = True
+    if values.get("cpu_moe"):
+        flags["n_cpu_moe"] = 10**6
+    if "tensor_split" in values:
+        _shares_checked(str(values["tensor_split"]))
+        flags["tensor_split"] = str(values["tensor_split"])
+    if "split_mode" in values:
+        mode = str(values["split_mode"]).lower()
+        if mode not in ("layer", "row", "none"):
+            raise InputError("split_mode", f"{mode!r}: use layer, row or none")
+        flags["split_mode"] = mode
+    if values.get("kv_unified"):
+        flags["kv_unified"] = True
+    if values.get("no_kv_unified"):
+        flags["kv_unified"] = False
+    return flags
+
+
 def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
     """Read a llama-server / llama-cli command line (after the program name)."""
     values: dict[str, FlagValue] = {}
+    typed: dict[str, str] = {}  # setting → the flag as written
     understood: list[str] = []
     ignored: list[str] = []
     i = 0
@@ -582,42 +625,17 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
             values[key] = value
         else:
             values[key] = True if key != "flash_attn" else "on"
+        typed[key] = name
         understood.append(name)
         i += 1
     model = str(values.pop("model", "") or values.pop("hf_repo", ""))
     values.pop("hf_repo", None)
     if not model:
         raise InputError("launch", "the command names no model (-m FILE.gguf or -hf REPO)")
-    flags: dict[str, FlagValue] = {}
-    for key in ("ctx_size", "n_gpu_layers", "parallel", "ubatch_size", "batch_size",
-                "n_cpu_moe", "mla_use"):
-        if key in values:
-            flags[key] = _integer(values[key], key)
-    for key in ("cache_type_k", "cache_type_v"):
-        if key in values:
-            flags[key] = kv_cache_type(str(values[key]), key)
-    if "flash_attn" in values:
-        fa = str(values["flash_attn"]).lower()
-        fa = {"1": "on", "true": "on", "0": "off", "false": "off"}.get(fa, fa)
-        if fa not in ("on", "off", "auto"):
-            raise InputError("flash_attn", f"{values['flash_attn']!r}: use on, off or auto")
-        flags["flash_attn"] = fa
-    if values.get("swa_full"):
-        flags["swa_full"] = True
-    if values.get("cpu_moe"):
-        flags["n_cpu_moe"] = 10**6
-    if "tensor_split" in values:
-        _shares_checked(str(values["tensor_split"]))
-        flags["tensor_split"] = str(values["tensor_split"])
-    if "split_mode" in values:
-        mode = str(values["split_mode"]).lower()
-        if mode not in ("layer", "row", "none"):
-            raise InputError("split_mode", f"{mode!r}: use layer, row or none")
-        flags["split_mode"] = mode
-    if values.get("kv_unified"):
-        flags["kv_unified"] = True
-    if values.get("no_kv_unified"):
-        flags["kv_unified"] = False
+    try:
+        flags = _typed_flags(values)
+    except InputError as exc:  # name the flag as the command spelt it
+        raise InputError(typed.get(exc.field, exc.field), exc.message) from None
     n_seq = int(flags.get("parallel", 1))
     ctx = int(flags["ctx_size"]) if "ctx_size" in flags else None
     unified = bool(flags.get("kv_unified", n_seq == 1))
