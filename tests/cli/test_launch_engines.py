@@ -305,3 +305,16 @@ def test_llamacpp_errors_name_the_flag_as_written(invoke: Invoke, flags: tuple[s
     run = invoke("launch", "--device", "h100", "--", "llama-server", "-m", "qwen3-8b", *flags)
     assert run.code == 2 and run.stdout == ""
     assert run.stderr.startswith(f"inventory: error: {named}"), run.stderr
+
+
+@pytest.mark.parametrize(("command", "said"), [
+    (("vllm", "serve", "qwen3-8b", "-tp", "2"), "--tensor-parallel-size 2"),
+    (("python", "-m", "sglang.launch_server", "--model-path", "qwen3-8b", "--tp", "2"),
+     "--tp 2"),
+    (("trtllm-serve", "qwen3-8b", "--tp_size", "2"), "--tp_size 2"),
+    (("llama-server", "-m", "qwen3-8b", "-c", "4096"), "-c 4096"),
+])
+def test_understood_flags_come_with_their_values(invoke: Invoke, command: tuple[str, ...],
+                                                 said: str) -> None:
+    data = invoke("launch", "--device", "h100", "--format", "json", "--", *command).json()
+    assert said in data["command"]["understood"]

@@ -623,10 +623,11 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
             else:
                 raise InputError("launch", f"{name} needs a value")
             values[key] = value
+            understood.append(f"{name} {value}")
         else:
             values[key] = True if key != "flash_attn" else "on"
+            understood.append(name)
         typed[key] = name
-        understood.append(name)
         i += 1
     model = str(values.pop("model", "") or values.pop("hf_repo", ""))
     values.pop("hf_repo", None)

@@ -356,7 +356,7 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
         if not value:
             raise InputError("launch", f"{option} needs a value")
         target = _VALUE_OPTIONS[option]
-        understood.append(option)
+        understood.append(f"{option} {value}")
         if target.startswith("="):
             name = target[1:]
             if name in _INT_FIELDS:

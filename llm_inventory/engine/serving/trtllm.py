@@ -427,7 +427,7 @@ def parse_trtllm_serve(argv: list[str]) -> LaunchCommand:
             else:
                 raise InputError("launch", f"{name} needs a value")
             values[_VALUED[key]] = value
-            understood.append(name)
+            understood.append(f"{name} {value}")
         elif key in _SWITCHES:
             switches.add(_SWITCHES[key])
             understood.append(name)
