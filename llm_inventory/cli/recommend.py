@@ -198,6 +198,10 @@ def recommend(
     catalog = price_catalog()
     if prices is not None:
         catalog = catalog.merged(load_prices(prices))
+    providers = sorted({p.provider for p in catalog.prices})
+    if provider is not None and provider not in providers:
+        raise InputError("provider", f"unknown provider {provider!r}; known: "
+                         + ", ".join(providers))
     if not device:
         raise InputError("device", "give --device (see `inventory devices`); repeat it to "
                          "compare several")

@@ -43,6 +43,7 @@ def test_require_slo_exit_codes(invoke: Invoke) -> None:
     (["--objective", "speed"], "--objective"),
     (["--percentile", "p99"], "--percentile"),
     (["--concurrency", "0"], "--concurrency"),
+    (["--provider", "nobody"], "--provider"),
 ])
 def test_bad_workloads_and_targets_exit_2_with_one_line(invoke: Invoke, args: list[str],
                                                         flag: str) -> None:
