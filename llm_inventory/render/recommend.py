@@ -37,11 +37,12 @@ def _head(result: RecommendResult) -> Text:
     return Text(f"{result.model} · {lengths} · {traffic}{share} · {goal}", style="bold")
 
 
-def _row(index: int, p: RecommendedPlan, key: str, devices: int) -> list[str]:
+def _row(index: int, p: RecommendedPlan, key: str, devices: int, engines: int) -> list[str]:
     cost = p.cost
     times = f"{_ms(getattr(p.ttft, key))}/{_ms(getattr(p.tpot, key))}".replace(" ms/", "/")
     return [
-        f"{index}. " + (f"{p.device} " if devices > 1 else "") + p.label,
+        f"{index}. " + (f"{p.engine} " if engines > 1 else "")
+        + (f"{p.device} " if devices > 1 else "") + p.label,
         {"near miss": "near"}.get(p.status, p.status), f"{p.gpus:,}",
         f"{p.batch:,}/{p.batch_limit:,}", times,
         _money(cost.per_hour if cost else None),
@@ -59,7 +60,9 @@ def recommend_tables(result: RecommendResult, limit: int | None = None) -> list[
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
                   show_edge=False)  # no vertical rules: eight columns fit 80
     devices = len({p.device for p in result.plans})
-    rows = [_row(index, plan, key, devices) for index, plan in enumerate(shown, start=1)]
+    engines = len({(p.engine, p.engine_version) for p in result.plans})
+    rows = [_row(index, plan, key, devices, engines)
+            for index, plan in enumerate(shown, start=1)]
     names = ("plan", "SLO", "GPUs", f"batch{MARKS['engine rule']}", f"TTFT/TPOT{mark}",
              "$/hour", f"$/M tok{mark}", f"tok/s{mark}")
     for i, name in enumerate(names):

@@ -249,3 +249,11 @@ def test_the_readmes_line_by_line_account_quotes_todays_figures(invoke: Invoke) 
     assert f"{chosen['replicas']} replicas, {chosen['gpus']} GPUs" in prose
     assert f"prints {data['launch_kv_tokens']:,} tokens" in prose
     assert f"{int(data['launch_max_concurrency'])} requests" in prose
+
+
+def test_several_engines_name_each_row(invoke: Invoke) -> None:
+    run = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--isl", "2000", "--osl",
+                 "300", "--qps", "5", "--engine", "vllm", "--engine", "sglang", "--limit", "0")
+    assert run.code == 0, run.stderr
+    rows = [line for line in run.stdout.splitlines() if " tp1 pp1 ×1 " in line]
+    assert any(" vllm tp1" in r for r in rows) and any(" sglang tp1" in r for r in rows)
