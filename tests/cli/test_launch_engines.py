@@ -318,3 +318,23 @@ def test_understood_flags_come_with_their_values(invoke: Invoke, command: tuple[
                                                  said: str) -> None:
     data = invoke("launch", "--device", "h100", "--format", "json", "--", *command).json()
     assert said in data["command"]["understood"]
+
+
+@pytest.mark.parametrize("version", ["0.5.23", "0.4.9"])
+def test_sglang_launch_and_placement_agree(invoke: Invoke, version: str) -> None:
+    run = invoke("launch", "--device", "h100", "--format", "json", "--engine-version", version,
+                 "--", "python", "-m", "sglang.launch_server", "--model-path",
+                 "llama-3.1-8b", "--tp", "2", "--context-length", "32768",
+                 "--mem-fraction-static", "0.85")
+    assert run.code == 0, run.stderr
+    launched = run.json()
+    placed = _placement(invoke, "llama-3.1-8b", "--device", "h100", "--count", "2",
+                        "--tp", "2", "--context", "32768", "--gpu-memory-utilization", "0.85",
+                        "--engine", f"sglang@{version}")
+    plan = next(p for p in placed["plans"]  # type: ignore[attr-defined]
+                if p["tp"] == 2 and p["pp"] == 1 and p["disaggregation"] is None)
+    assert launched["engine_version"] == placed["engine_version"] == version
+    for key in ("kv_pool_bytes", "kv_capacity_tokens", "weight_bytes", "reserve_bytes"):
+        assert launched["plan"]["per_device"][key] == plan["per_device"][key]
+    assert launched["startup"] == plan["startup"]
+    assert any(line.startswith("KV Cache is allocated") for line in launched["startup"])
