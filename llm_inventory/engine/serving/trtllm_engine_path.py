@@ -2,7 +2,8 @@
 
 - Default backend: `trtllm-serve --backend` defaults to None, "the cpp path" (the TensorRT
   engine; tensorrt_llm/commands/serve.py, 0.17 to the 0.21 releases); the PyTorch backend
-  exists from 0.17 and runs only when asked. From 1.0 `--backend` defaults to pytorch.
+  exists from 0.17 and runs only when asked. From 1.0 `--backend` defaults to pytorch
+  (NVIDIA/TensorRT-LLM pull requests #5312 and #5717, merged after the 0.21 branch).
 
 Everything else is the accounting of `trtllm.py`.
 """
