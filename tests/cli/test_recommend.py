@@ -257,3 +257,14 @@ def test_several_engines_name_each_row(invoke: Invoke) -> None:
     assert run.code == 0, run.stderr
     rows = [line for line in run.stdout.splitlines() if " tp1 pp1 ×1 " in line]
     assert any(" vllm tp1" in r for r in rows) and any(" sglang tp1" in r for r in rows)
+
+
+def test_engines_and_devices_take_commas_as_placement_does(invoke: Invoke) -> None:
+    args = ["recommend", "llama-3.1-8b", "--isl", "1000", "--osl", "200", "--qps", "2",
+            "--format", "json", "--limit", "0"]
+    commas = invoke(*args, "--device", "h100,l40s", "--engine", "vllm,sglang").json()
+    repeated = invoke(*args, "--device", "h100", "--device", "l40s", "--engine", "vllm",
+                      "--engine", "sglang").json()
+    assert commas["plans"] == repeated["plans"]
+    assert {(p["device"], p["engine"]) for p in commas["plans"]} == {
+        ("h100-sxm", "vllm"), ("h100-sxm", "sglang"), ("l40s", "vllm"), ("l40s", "sglang")}
