@@ -213,6 +213,7 @@ def test_launch_reads_back_to_the_same_prediction(invoke: Invoke, engine: str) -
     assert read["plan"]["per_device"]["kv_capacity_tokens"] == data["launch_kv_tokens"]
     assert read["plan"]["max_concurrency"] == data["launch_max_concurrency"]
     assert read["command"]["max_num_seqs"] == chosen["batch"]
+    assert data["trust"]["launch"]["kind"] == "engine rule"
     # the launched engine holds the operating batch at the workload's context
     assert read["plan"]["max_concurrency"] >= chosen["batch"]
 

@@ -517,6 +517,8 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
             "throughput": calibrated(cal.band(regime), "requests served at the operating "
                                      "batch"),
             "cost": exact("price catalog × GPUs: as exact as the dated list price"),
+            "launch": engine_rule("the chosen command read back as `inventory launch` reads "
+                                  "it: the engine's own start-up lines"),
         },
     )
 
