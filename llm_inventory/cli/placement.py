@@ -95,8 +95,9 @@ def placement(
         min=1, help="Requests at --context that must fit at once.")] = 1,
     gpu_memory_utilization: Annotated[float | None, typer.Option(
         parser=_fraction, metavar="FRACTION",
-        help="Share of device memory the engine may use (default: the engine's; vLLM "
-             "0.92).")] = None,
+        help="The engine's memory fraction, as it means it (default: the engine's): vLLM's "
+             "share of the total (0.92), SGLang's --mem-fraction-static, TensorRT-LLM's "
+             "share of the memory left free.")] = None,
     max_num_batched_tokens: Annotated[int | None, typer.Option(
         parser=tokens_parser("max_num_batched_tokens"), metavar="TOKENS",
         help="Tokens per engine step (default as vLLM: 8192 on ≥70 GiB GPUs, else 2048).",
