@@ -74,7 +74,12 @@ def recommend_tables(result: RecommendResult, limit: int | None = None) -> list[
                       f"targets; showing {len(shown)}"
                       + (f" ({len(result.plans) - len(shown)} more: --limit 0 shows all)"
                          if len(result.plans) > len(shown) else "")))
-    parts.append(table)
+    if not result.considered:
+        parts.append(Text("no plan holds one request at the workload's context on the devices "
+                          "and count asked: `inventory placement` shows why each split is "
+                          "refused or does not fit", style="yellow"))
+    else:
+        parts.append(table)
     band = result.trust.get("latency")
     parts.append(Text(
         f"TTFT/TPOT at {key}; tok/s: output tokens per GPU / per user; batch: run / the KV "

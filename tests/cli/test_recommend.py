@@ -269,3 +269,12 @@ def test_engines_and_devices_take_commas_as_placement_does(invoke: Invoke) -> No
     assert commas["plans"] == repeated["plans"]
     assert {(p["device"], p["engine"]) for p in commas["plans"]} == {
         ("h100-sxm", "vllm"), ("h100-sxm", "sglang"), ("l40s", "vllm"), ("l40s", "sglang")}
+
+
+def test_no_plan_at_all_says_where_to_look(invoke: Invoke) -> None:
+    args = ["recommend", "llama-3.1-70b", "--device", "l4", "--count", "1", "--isl", "1000",
+            "--osl", "200", "--qps", "1"]
+    run = invoke(*args)
+    assert run.code == 0 and "0 plans considered" in run.stdout
+    assert "`inventory placement` shows why" in run.stdout
+    assert invoke(*args, "--require-slo").code == 1
