@@ -35,9 +35,12 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
     if result.startup_error:
         parts.append(Text(f"{result.label} will stop with:", style="bold red"))
         parts.append(Text(f"  {result.startup_error}", style="red"))
-    if result.longest_context is not None:
+    if result.longest_context:
         parts.append(Text(f"the longest context that fits: {result.longest_context:,} tokens",
                           style="yellow"))
+    elif result.longest_context == 0:
+        parts.append(Text("no context fits: the weights and the reserve leave no room for the "
+                          "KV cache", style="yellow"))
     parts.append(Text("* the reserve (activation peak, non-torch memory, CUDA graphs where "
                       "the engine subtracts them) is an estimate", style="dim"))
     if result.trust:
