@@ -156,6 +156,9 @@ class VllmV0(VllmV1):
         ("0.7.1–0.7.x: MLA up-projections absorbed into W_Q_UK and W_UV_O, fp8 for fp8 "
          "weights", "vllm/attention/backends/mla/utils.py "
          "MLACommonImpl.process_weights_after_loading"),
+        ("0.8–0.10 start the V1 engine unless VLLM_USE_V1=0 or a model V1 lacks falls back: "
+         "this era answers for V0; a V1 start-up of those releases is nearer vllm@0.11's",
+         "vllm/envs.py VLLM_USE_V1; vllm/engine/arg_utils.py EngineArgs._is_v1_supported_oracle"),
     )
     programs = PROGRAMS
 
