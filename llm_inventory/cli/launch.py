@@ -74,7 +74,7 @@ def launch(
     from llm_inventory.spec.devices import resolve_device
 
     if device is None:
-        raise InputError("device", "give --device: where the command runs (see "
+        raise InputError("device", "missing: say which device the command runs on (see "
                          "`inventory devices`)")
     chosen = resolve_device(device)
     era, rest = match_program(list(command))

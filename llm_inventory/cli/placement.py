@@ -95,8 +95,9 @@ def placement(
         min=1, help="Requests at --context that must fit at once.")] = 1,
     gpu_memory_utilization: Annotated[float | None, typer.Option(
         parser=_fraction, metavar="FRACTION",
-        help="Share of device memory the engine may use (default: the engine's; vLLM "
-             "0.92).")] = None,
+        help="The engine's memory fraction, as it means it (default: the engine's): vLLM's "
+             "share of the total (0.92), SGLang's --mem-fraction-static, TensorRT-LLM's "
+             "share of the memory left free.")] = None,
     max_num_batched_tokens: Annotated[int | None, typer.Option(
         parser=tokens_parser("max_num_batched_tokens"), metavar="TOKENS",
         help="Tokens per engine step (default as vLLM: 8192 on ≥70 GiB GPUs, else 2048).",
@@ -142,6 +143,10 @@ def placement(
     prompt_tokens: Annotated[int | None, typer.Option(
         parser=tokens_parser("prompt_tokens"), metavar="TOKENS",
         help="Prompt length for the time-to-first-token estimate (default 1,000).")] = None,
+    plot: Annotated[Path | None, typer.Option(
+        metavar="FILE", help="Draw the memory bars and the best plan's KV capacity and "
+        "maximum concurrency against context into an .svg or .png file (needs the `plot` "
+        "extra).")] = None,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -160,6 +165,10 @@ def placement(
     from llm_inventory.spec.devices import custom_device, load_devices_file, resolve_device
     from llm_inventory.spec.loader import load_model
 
+    if plot is not None:
+        from llm_inventory.render.plot import check_target
+
+        check_target(plot)
     extra = load_devices_file(devices_file) if devices_file is not None else []
     if device is None and device_memory is None:
         raise InputError("device", "give --device (see `inventory devices`) or --device-memory")
@@ -189,6 +198,13 @@ def placement(
     results = [plan_placement(spec, request.model_copy(update={"engine": name}))
                for name in engines]
     result = results[0]
+    if plot is not None:
+        from llm_inventory.engine.capacity import plan_capacity
+        from llm_inventory.render.plot import write_placement_plot
+
+        curves = [plan_capacity(spec, request, r, r.plans[0]) if r.plans else []
+                  for r in results]
+        write_placement_plot(results, curves, plot, 20 if limit is None else limit)
 
     def table() -> list[Any]:
         from llm_inventory.render.placement import engines_side_by_side, placement_tables

@@ -84,6 +84,11 @@ def _histogram(path: Path) -> list[Any]:
         raise from_validation(exc, str(path)) from exc
 
 
+def _listed(values: list[str]) -> list[str]:
+    """Repeated and comma-separated values alike, in order."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
 def recommend(
     model: Annotated[str, typer.Argument(
         metavar="MODEL",
@@ -117,14 +122,16 @@ def recommend(
     percentile: Annotated[str | None, typer.Option(
         metavar="P", help="The percentile targets hold at: p50 (default) or p95.")] = None,
     device: Annotated[list[str] | None, typer.Option(
-        "--device", "-d", help="Device id from `inventory devices`; repeat for several.")
+        "--device", "-d", help="Device id from `inventory devices`; several: repeat it or "
+        "separate them with commas.")
     ] = None,
     count: Annotated[int | None, typer.Option(
         "--count", "-n", min=1, help="Most GPUs in all (default: no cap; one node per "
                                      "replica at most).")] = None,
     engine: Annotated[list[str] | None, typer.Option(
         "--engine", "-e", metavar="ENGINE[@VERSION]", autocompletion=complete.engines,
-        help="Serving engine; repeat for several (default vllm).")] = None,
+        help="Serving engine (default vllm); several: repeat it or separate them with "
+        "commas, as placement takes them.")] = None,
     objective: Annotated[str, typer.Option(
         metavar="KEY", help="What ranks the plans that meet the targets: cost (default), "
         "latency, gpus or throughput.")] = "cost",
@@ -198,13 +205,17 @@ def recommend(
     catalog = price_catalog()
     if prices is not None:
         catalog = catalog.merged(load_prices(prices))
+    providers = sorted({p.provider for p in catalog.prices})
+    if provider is not None and provider not in providers:
+        raise InputError("provider", f"unknown provider {provider!r}; known: "
+                         + ", ".join(providers))
     if not device:
         raise InputError("device", "give --device (see `inventory devices`); repeat it to "
                          "compare several")
-    devices = [resolve_device(d) for d in device]
+    devices = [resolve_device(d) for d in _listed(device)]
     spec = load_model(model)
     request = RecommendRequest(
-        model_ref=model, devices=devices, count=count, engines=engine or ["vllm"],
+        model_ref=model, devices=devices, count=count, engines=_listed(engine or ["vllm"]),
         workload=Workload(isl=in_len, osl=out_len, histogram=bins, qps=rate,
                           concurrency=concurrency, prefix_share=share or 0.0),
         targets=targets, objective=objective,

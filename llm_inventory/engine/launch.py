@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
 from llm_inventory.engine.serving import ServingEngine, get, names
 from llm_inventory.engine.serving.base import LaunchCommand
+from llm_inventory.engine.trust import Trust, engine_rule
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -66,13 +67,16 @@ class LaunchResult(BaseModel):
     startup: list[str]  # in the engine's words, the binding worker's
     startup_error: str | None
     longest_context: int | None  # the longest context that fits, when the asked one does not
+    trust: dict[str, Trust] = Field(default_factory=dict)  # placement's groups, and startup
 
 
 def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngine,
                    device: Device, count: int | None = None) -> LaunchResult:
     """Placement for the split and settings `command` pins, as `engine` accounts for it."""
+    if count:
+        command = engine.on_devices(command, count)
     devices = count or command.tp * command.pp * command.dp
-    context = command.context or engine.context_limit(spec)
+    context = command.context or engine.launch_context(spec, command)
     if context is None:
         raise InputError("launch", f"{spec.name} states no context length; give "
                          "the engine's context flag")
@@ -104,4 +108,6 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
         starts=plan.startup_error is None and plan.fits_context is not False
         and bool(plan.per_device and plan.per_device.kv_pool_bytes > 0),
         fits=plan.fits, plan=plan, startup=plan.startup, startup_error=plan.startup_error,
-        longest_context=longest)
+        longest_context=longest,
+        trust={**result.trust, "startup": engine_rule(
+            f"{engine.label}'s own start-up lines and stop, from its pool accounting")})

@@ -348,4 +348,9 @@ def compare_table(
     estimates = [Text(f"{inv.model}: {inv.estimated}", style="bold") for inv in results
                  if inv.estimated]
     warnings = [Diagnostic(f"{inv.model}: {w}") for inv in results for w in inv.warnings]
-    return [*title, table, *estimates, *warnings]
+    said = {inv.model: "; ".join(f"{group} {t.label()}" for group, t in inv.trust.items())
+            for inv in results if inv.trust}
+    trust = ([Text(f"trust: {next(iter(said.values()))}", style="dim")]
+             if len(set(said.values())) == 1 else
+             [Text(f"trust ({model}): {text}", style="dim") for model, text in said.items()])
+    return [*title, table, *estimates, *trust, *warnings]

@@ -34,10 +34,17 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
         parts.append(Text("\n".join(f"  {line}" for line in result.startup)))
     if result.startup_error:
         parts.append(Text(f"{result.label} will stop with:", style="bold red"))
-        parts.append(Text(f"  ValueError: {result.startup_error}", style="red"))
-    if result.longest_context is not None:
+        parts.append(Text(f"  {result.startup_error}", style="red"))
+    if result.longest_context:
         parts.append(Text(f"the longest context that fits: {result.longest_context:,} tokens",
                           style="yellow"))
+    elif result.longest_context == 0:
+        parts.append(Text("no context fits: the weights and the reserve leave no room for the "
+                          "KV cache", style="yellow"))
     parts.append(Text("* the reserve (activation peak, non-torch memory, CUDA graphs where "
                       "the engine subtracts them) is an estimate", style="dim"))
+    if result.trust:
+        parts.append(Text("trust: " + "; ".join(f"{group.replace('_', ' ')} {t.label()}"
+                                                for group, t in result.trust.items()),
+                          style="dim"))
     return parts

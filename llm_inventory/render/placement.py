@@ -104,6 +104,13 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
         if plan.legal and plan.fits_context is False and plan.longest_context is not None:
             notes.append(f"{index}. one request at {result.context:,} tokens does not fit; "
                          f"the longest that does is {plan.longest_context:,}")
+        if plan.host is not None and plan.host.total_bytes:
+            h = plan.host
+            layers = f"{h.layers} layer{'' if h.layers == 1 else 's'}, " if h.layers else ""
+            notes.append(f"{index}. host RAM {format_bytes(h.total_bytes, units)}: {layers}"
+                         f"weights {format_bytes(h.weight_bytes, units)}, KV "
+                         f"{format_bytes(h.kv_bytes, units)}, compute "
+                         f"{format_bytes(h.compute_bytes, units)}")
         if plan.kv_handover_bytes:
             handed = format_bytes(plan.kv_handover_bytes, units)
             notes.append(f"{index}. each request hands {handed} of KV from the prefill pool "

@@ -1,4 +1,5 @@
-"""`--plot FILE.svg|png`: the Pareto front and the KV capacity against context, as a file.
+"""`--plot FILE.svg|png`: recommend's Pareto front, placement's memory bars, and the KV
+capacity and maximum concurrency against context, as a file.
 
 Drawn with matplotlib (the optional `plot` extra), imported only here and only when asked.
 `plot_series` gives the data every chart draws, so tests can check it apart from the
@@ -10,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from llm_inventory.engine.capacity import CapacityPoint
+from llm_inventory.engine.placement import PlacementResult
 from llm_inventory.engine.recommend import RecommendResult
 from llm_inventory.errors import InputError
 
@@ -42,18 +45,84 @@ def check_target(path: Path) -> None:
             from exc
 
 
+#: The memory parts of a bar, in order, as the terminal's bars name them.
+MEMORY_PARTS = ("weights", "reserve", "KV pool", "free")
+
+
+def placement_series(results: list[PlacementResult], capacities: list[list[CapacityPoint]],
+                     limit: int = 20) -> dict[str, list[tuple[float, float]]]:
+    """Each series placement's charts draw, by name: per memory part (bar index, bytes) of
+    the binding device, one bar per plan shown (one result) or per engine's best plan
+    (several); and per result (context, KV tokens) and (context, requests)."""
+    series: dict[str, list[tuple[float, float]]] = {part: [] for part in MEMORY_PARTS}
+    for index, (_, parts, _) in enumerate(memory_rows(results, limit)):
+        for part, value in zip(MEMORY_PARTS, parts, strict=True):
+            series[part].append((float(index), float(value)))
+    for result, points in zip(results, capacities, strict=True):
+        name = _engine_label(result)
+        series[f"KV tokens · {name}"] = [(float(c.context), float(c.kv_tokens))
+                                         for c in points]
+        series[f"maximum concurrency · {name}"] = [(float(c.context), c.max_concurrency)
+                                                   for c in points]
+    return series
+
+
+def memory_rows(results: list[PlacementResult], limit: int = 20) -> \
+        list[tuple[str, tuple[int, int, int, int], int]]:
+    """(label, (weights, reserve, KV pool, free), device bytes) per bar."""
+    if len(results) == 1:
+        picked = [(f"{i}. {_split(p)}", p) for i, p in
+                  enumerate(results[0].plans[:limit or None], start=1)]
+    else:
+        picked = [(f"{_engine_label(r)}: {_split(r.plans[0])}", r.plans[0])
+                  for r in results if r.plans]
+    rows = []
+    for label, plan in picked:
+        d = plan.per_device
+        if d is None:
+            continue
+        kv = max(0, d.kv_pool_bytes)
+        free = max(0, d.memory_bytes - d.weight_bytes - d.reserve_bytes - kv)
+        rows.append((label, (d.weight_bytes, d.reserve_bytes, kv, free), d.memory_bytes))
+    return rows
+
+
+def write_placement_plot(results: list[PlacementResult],
+                         capacities: list[list[CapacityPoint]], path: Path,
+                         limit: int = 20) -> None:
+    """Write placement's charts to `path`: the memory bars and each result's best plan's
+    KV capacity against context."""
+    check_target(path)
+    series = placement_series(results, capacities, limit)
+    labels = [label for label, _, _ in memory_rows(results, limit)]
+
+    def draw(left: Any, right: Any) -> None:
+        _bars(left, series, labels, results[0])
+        _curves(right, series, results)
+
+    _save(path, draw)
+
+
 def write_plot(result: RecommendResult, path: Path) -> None:
     """Write the charts to `path` (SVG or PNG by its suffix)."""
     check_target(path)
+    series = plot_series(result)
+
+    def draw(left: Any, right: Any) -> None:
+        _pareto(left, series, result)
+        _capacity(right, series, result)
+
+    _save(path, draw)
+
+
+def _save(path: Path, draw: Any) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = plot_series(result)
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    _pareto(left, series, result)
-    _capacity(right, series, result)
+    draw(left, right)
     figure.tight_layout()
     metadata: dict[str, Any] = {"Date": None} if path.suffix.lower() == ".svg" else {}
     try:
@@ -62,6 +131,54 @@ def write_plot(result: RecommendResult, path: Path) -> None:
         raise InputError("plot", f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:
         plt.close(figure)
+
+
+def _split(plan: Any) -> str:
+    text = f"tp{plan.tp} pp{plan.pp}" + (f" ep{plan.ep}" if plan.ep > 1 else "")
+    mode = {"encoder": " enc", "prefill/decode": " P/D"}.get(plan.disaggregation or "", "")
+    return text + f" ×{plan.dp}" + mode
+
+
+def _engine_label(result: PlacementResult) -> str:
+    from llm_inventory.engine.serving import get
+
+    return get(f"{result.engine}@{result.engine_version}").label
+
+
+def _bars(ax: Any, series: dict[str, list[tuple[float, float]]], labels: list[str],
+          result: PlacementResult) -> None:
+    gib = 2.0 ** 30
+    left = [0.0] * len(labels)
+    for part, colour in zip(MEMORY_PARTS, ("C0", "C1", "C2", "0.85"), strict=True):
+        widths = [value / gib for _, value in series[part]]
+        ax.barh(range(len(labels)), widths, left=left, label=part, color=colour)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("GiB per device (the binding one)")
+    ax.set_title(f"{result.model} on {result.device}: memory per plan")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=4, fontsize="small")
+
+
+def _curves(ax: Any, series: dict[str, list[tuple[float, float]]],
+            results: list[PlacementResult]) -> None:
+    twin = ax.twinx()
+    for index, result in enumerate(results):
+        name = _engine_label(result)
+        tokens = series[f"KV tokens · {name}"]
+        conc = series[f"maximum concurrency · {name}"]
+        ax.plot([x for x, _ in tokens], [y for _, y in tokens], "s-", c=f"C{index}",
+                label=f"KV tokens · {name}")
+        twin.plot([x for x, _ in conc], [y for _, y in conc], "^--", c=f"C{index}",
+                  label=f"maximum concurrency · {name}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("context length, tokens")
+    ax.set_ylabel("KV tokens per engine")
+    twin.set_ylabel("requests at that context")
+    ax.set_title("best plan: KV capacity")
+    lines = ax.get_legend_handles_labels()
+    more = twin.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize="small")
 
 
 def _pareto(ax: Any, series: dict[str, list[tuple[float, float]]],

@@ -37,11 +37,12 @@ def _head(result: RecommendResult) -> Text:
     return Text(f"{result.model} · {lengths} · {traffic}{share} · {goal}", style="bold")
 
 
-def _row(index: int, p: RecommendedPlan, key: str, devices: int) -> list[str]:
+def _row(index: int, p: RecommendedPlan, key: str, devices: int, engines: int) -> list[str]:
     cost = p.cost
     times = f"{_ms(getattr(p.ttft, key))}/{_ms(getattr(p.tpot, key))}".replace(" ms/", "/")
     return [
-        f"{index}. " + (f"{p.device} " if devices > 1 else "") + p.label,
+        f"{index}. " + (f"{p.engine} " if engines > 1 else "")
+        + (f"{p.device} " if devices > 1 else "") + p.label,
         {"near miss": "near"}.get(p.status, p.status), f"{p.gpus:,}",
         f"{p.batch:,}/{p.batch_limit:,}", times,
         _money(cost.per_hour if cost else None),
@@ -59,7 +60,9 @@ def recommend_tables(result: RecommendResult, limit: int | None = None) -> list[
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
                   show_edge=False)  # no vertical rules: eight columns fit 80
     devices = len({p.device for p in result.plans})
-    rows = [_row(index, plan, key, devices) for index, plan in enumerate(shown, start=1)]
+    engines = len({(p.engine, p.engine_version) for p in result.plans})
+    rows = [_row(index, plan, key, devices, engines)
+            for index, plan in enumerate(shown, start=1)]
     names = ("plan", "SLO", "GPUs", f"batch{MARKS['engine rule']}", f"TTFT/TPOT{mark}",
              "$/hour", f"$/M tok{mark}", f"tok/s{mark}")
     for i, name in enumerate(names):
@@ -71,7 +74,12 @@ def recommend_tables(result: RecommendResult, limit: int | None = None) -> list[
                       f"targets; showing {len(shown)}"
                       + (f" ({len(result.plans) - len(shown)} more: --limit 0 shows all)"
                          if len(result.plans) > len(shown) else "")))
-    parts.append(table)
+    if not result.considered:
+        parts.append(Text("no plan holds one request at the workload's context on the devices "
+                          "and count asked: `inventory placement` shows why each split is "
+                          "refused or does not fit", style="yellow"))
+    else:
+        parts.append(table)
     band = result.trust.get("latency")
     parts.append(Text(
         f"TTFT/TPOT at {key}; tok/s: output tokens per GPU / per user; batch: run / the KV "
@@ -95,6 +103,12 @@ def recommend_tables(result: RecommendResult, limit: int | None = None) -> list[
     parts += [Text(f"note: {n}", style="dim") for n in result.notes]
     parts.append(Text(f"{mark} {result.estimate}", style="dim"))
     return parts
+
+
+#: The start-up lines that state the pool, in each engine's words.
+_POOL_LINES = ("GPU KV cache size", "Maximum concurrency", "# cuda blocks", "# GPU blocks",
+               "KV Cache is allocated", "[TensorRT-LLM][INFO] [MemUsageChange]",
+               "llama_kv_cache: size")
 
 
 def _chosen(result: RecommendResult, p: RecommendedPlan) -> list[Table | Text]:
@@ -121,6 +135,14 @@ def _chosen(result: RecommendResult, p: RecommendedPlan) -> list[Table | Text]:
     parts: list[Table | Text] = [Text("\n".join(lines))]
     if result.launch:
         parts.append(Text(f"launch: {result.launch}"))
+    if result.launch_startup:
+        said = "; ".join(line for line in result.launch_startup if line.startswith(_POOL_LINES))
+        text = f"  `inventory launch` reads it back: {said}"
+        held = result.launch_max_concurrency
+        if held is not None and int(held) > p.batch_limit:
+            text += (f" (more than the plan's {p.batch_limit}, sized at the engine's default "
+                     "sequences per step: fewer shrink its sampling and graph reserve)")
+        parts.append(Text(text))
     for engine, command in result.equivalents.items():
         parts.append(Text(f"  {engine}: {command}", style="dim"))
     return parts

@@ -70,3 +70,9 @@ def test_bad_input(invoke: Invoke, args: list[str], flag: str) -> None:
     assert run.stdout == ""
     assert run.stderr.count("\n") == 1
     assert flag in run.stderr
+
+
+def test_compare_says_how_its_figures_were_obtained(invoke: Invoke) -> None:
+    run = invoke("compare", "llama-3.1-8b", "qwen3-8b")
+    assert run.code == 0
+    assert "trust: parameters exact; state exact" in run.stdout

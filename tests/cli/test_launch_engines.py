@@ -224,3 +224,120 @@ def test_placement_side_by_side(invoke: Invoke) -> None:
     eager = invoke("placement", "llama-3.1-8b", "--device", "h100", "--count", "1",
                    "--engine-arg", "enforce_eager=true", "--format", "json").json()
     assert eager["plans"][0]["per_device"]["kv_pool_bytes"] == pools[1]
+
+
+@pytest.mark.parametrize(("command", "lead"), [
+    (("vllm", "serve", "llama-3.1-8b", "--max-model-len", "128K"), "ValueError: To serve"),
+    (("vllm", "serve", "llama-3.1-8b", "--max-model-len", "128K", "--gpu-memory-utilization",
+      "0.5"), "ValueError: No available memory"),
+    (("python", "-m", "sglang.launch_server", "--model-path", "llama-3.1-8b"),
+     "RuntimeError: Not enough memory"),
+    (("llama-server", "-m", "llama-3.1-8b", "-c", "131072"),
+     "ggml_backend_cuda_buffer_type_alloc_buffer: "),
+])
+def test_the_stop_is_led_by_the_engines_own_exception(invoke: Invoke, command: tuple[str, ...],
+                                                      lead: str) -> None:
+    """Each engine's error as it raises it: vLLM's ValueError, SGLang's RuntimeError, and
+    llama.cpp's log lines with no Python exception at all."""
+    run = invoke("launch", "--device", "l4", "--format", "json", "--", *command)
+    assert run.code == 0, run.stderr
+    error = run.json()["startup_error"]
+    assert error.startswith(lead), error
+    table = invoke("launch", "--device", "l4", "--", *command)
+    assert f"will stop with:\n  {lead}" in table.stdout
+    assert "ValueError: RuntimeError" not in table.stdout
+    if error.startswith(("RuntimeError", "ValueError: No available")):  # an empty pool
+        assert "no context fits" in table.stdout
+        assert "the longest context that fits: 0 tokens" not in table.stdout
+
+
+def test_launch_says_how_each_figure_was_obtained(invoke: Invoke) -> None:
+    command = ("--", "vllm", "serve", "llama-3.1-8b", "--max-model-len", "32768")
+    data = invoke("launch", "--device", "h100", "--format", "json", *command).json()
+    kinds = {group: t["kind"] for group, t in data["trust"].items()}
+    assert kinds["weights"] == "exact" and kinds["kv_pool"] == "engine rule"
+    assert kinds["reserve"] == "calibrated estimate" and kinds["startup"] == "engine rule"
+    table = invoke("launch", "--device", "h100", *command).stdout
+    assert "trust: weights exact" in table and "startup engine rule" in table
+
+
+@pytest.mark.parametrize(("engine", "band"), [
+    ("vllm@0.19", 0.007), ("vllm@0.10", 0.03), ("sglang", 0.03), ("trtllm", 0.03),
+    ("llamacpp", 0.15)])
+def test_the_reserve_band_is_the_engines_own(invoke: Invoke, engine: str, band: float) -> None:
+    """vLLM 0.19's 0.7 % is no other engine's: each quotes the band its start-ups showed."""
+    data = _placement(invoke, "llama-3.1-8b", "--device", "h100", "--count", "1",
+                      "--engine", engine)
+    reserve = data["trust"]["reserve"]  # type: ignore[index]
+    assert reserve["band"] == band
+    assert "start-up" in reserve["basis"]
+    if engine.startswith("sglang"):
+        assert "SGLang" in reserve["basis"]
+
+
+def test_llamacpp_splits_its_layers_over_every_device_it_sees(invoke: Invoke) -> None:
+    """One llama-server process on four GPUs is four layer stages, not four replicas."""
+    run = invoke("launch", "--device", "h100", "--count", "4", "--format", "json", "--",
+                 "llama-server", "-m", "llama-3.1-70b", "-c", "8192", "-ngl", "999")
+    assert run.code == 0, run.stderr
+    plan = run.json()["plan"]
+    assert (plan["tp"], plan["pp"], plan["dp"]) == (1, 4, 1)
+    one = invoke("launch", "--device", "h100", "--count", "4", "--format", "json", "--",
+                 "llama-server", "-m", "llama-3.1-70b", "-c", "8192", "-ts", "1,1")
+    assert one.json()["plan"]["pp"] == 2  # -ts names the devices it splits over
+
+
+@pytest.mark.parametrize(("version", "flags", "context"), [
+    ("7880", (), 40960),  # -c 0, the default: the model's training context
+    ("5000", (), 4096),  # the older default
+    ("5000", ("-c", "0"), 40960),
+])
+def test_llamacpp_without_a_context_flag(invoke: Invoke, version: str, flags: tuple[str, ...],
+                                         context: int) -> None:
+    run = invoke("launch", "--device", "h100", "--engine-version", version, "--format",
+                 "json", "--", "llama-server", "-m", "qwen3-8b", *flags)
+    assert run.code == 0, run.stderr
+    assert run.json()["context"] == context
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (("-c", "abc"), "-c: "), (("--ctx-size", "abc"), "--ctx-size: "),
+    (("-ctk", "q9_9"), "-ctk: "), (("-ts", "1,x"), "-ts: "), (("-fa=maybe",), "-fa: ")])
+def test_llamacpp_errors_name_the_flag_as_written(invoke: Invoke, flags: tuple[str, ...],
+                                                  named: str) -> None:
+    run = invoke("launch", "--device", "h100", "--", "llama-server", "-m", "qwen3-8b", *flags)
+    assert run.code == 2 and run.stdout == ""
+    assert run.stderr.startswith(f"inventory: error: {named}"), run.stderr
+
+
+@pytest.mark.parametrize(("command", "said"), [
+    (("vllm", "serve", "qwen3-8b", "-tp", "2"), "--tensor-parallel-size 2"),
+    (("python", "-m", "sglang.launch_server", "--model-path", "qwen3-8b", "--tp", "2"),
+     "--tp 2"),
+    (("trtllm-serve", "qwen3-8b", "--tp_size", "2"), "--tp_size 2"),
+    (("llama-server", "-m", "qwen3-8b", "-c", "4096"), "-c 4096"),
+])
+def test_understood_flags_come_with_their_values(invoke: Invoke, command: tuple[str, ...],
+                                                 said: str) -> None:
+    data = invoke("launch", "--device", "h100", "--format", "json", "--", *command).json()
+    assert said in data["command"]["understood"]
+
+
+@pytest.mark.parametrize("version", ["0.5.23", "0.4.9"])
+def test_sglang_launch_and_placement_agree(invoke: Invoke, version: str) -> None:
+    run = invoke("launch", "--device", "h100", "--format", "json", "--engine-version", version,
+                 "--", "python", "-m", "sglang.launch_server", "--model-path",
+                 "llama-3.1-8b", "--tp", "2", "--context-length", "32768",
+                 "--mem-fraction-static", "0.85")
+    assert run.code == 0, run.stderr
+    launched = run.json()
+    placed = _placement(invoke, "llama-3.1-8b", "--device", "h100", "--count", "2",
+                        "--tp", "2", "--context", "32768", "--gpu-memory-utilization", "0.85",
+                        "--engine", f"sglang@{version}")
+    plan = next(p for p in placed["plans"]  # type: ignore[attr-defined]
+                if p["tp"] == 2 and p["pp"] == 1 and p["disaggregation"] is None)
+    assert launched["engine_version"] == placed["engine_version"] == version
+    for key in ("kv_pool_bytes", "kv_capacity_tokens", "weight_bytes", "reserve_bytes"):
+        assert launched["plan"]["per_device"][key] == plan["per_device"][key]
+    assert launched["startup"] == plan["startup"]
+    assert any(line.startswith("KV Cache is allocated") for line in launched["startup"])

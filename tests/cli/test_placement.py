@@ -86,3 +86,13 @@ def test_bad_input(invoke: Invoke, args: list[str], flag: str) -> None:
     assert run.stdout == ""
     assert run.stderr.count("\n") == 1
     assert flag in run.stderr
+
+
+def test_llamacpp_offload_shows_the_host_share(invoke: Invoke) -> None:
+    """-ngl leaves layers in host RAM: the table says how much, as JSON's plans[].host."""
+    args = ("placement", "qwen3-8b", "--engine", "llamacpp", "--engine-arg",
+            "n_gpu_layers=20", "--device", "rtx-4090", "--count", "1")
+    host = invoke(*args, "--format", "json").json()["plans"][0]["host"]
+    assert host["layers"] == 16 and host["total_bytes"] > host["weight_bytes"] > 0
+    table = invoke(*args, "--units", "iec").stdout
+    assert "1. host RAM " in table and "16 layers, weights " in table

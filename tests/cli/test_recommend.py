@@ -43,6 +43,7 @@ def test_require_slo_exit_codes(invoke: Invoke) -> None:
     (["--objective", "speed"], "--objective"),
     (["--percentile", "p99"], "--percentile"),
     (["--concurrency", "0"], "--concurrency"),
+    (["--provider", "nobody"], "--provider"),
 ])
 def test_bad_workloads_and_targets_exit_2_with_one_line(invoke: Invoke, args: list[str],
                                                         flag: str) -> None:
@@ -171,3 +172,109 @@ def test_json_equals_the_library(invoke: Invoke) -> None:
         workload=Workload(isl=7000, osl=1000, qps=2.0), targets=Targets(ttft_s=2.0),
         prices=price_catalog()))
     assert data == json.loads(result.model_dump_json())
+
+
+def test_the_other_engines_commands_keep_their_own_memory_default(invoke: Invoke) -> None:
+    """vLLM's 0.92 of the total is not SGLang's fraction of free memory nor TensorRT-LLM's
+    of what the weights leave: the equivalents leave the flag to each engine, and each reads
+    back through `inventory launch` to the chosen split, context and batch."""
+    data = invoke(*SEED, "--ttft", "2s", "--tpot", "50ms", "--format", "json").json()
+    chosen, others = data["chosen"], data["equivalents"]
+    assert set(others) >= {"sglang", "trtllm", "llamacpp"}
+    assert "--mem-fraction-static" not in others["sglang"]
+    assert "free_gpu_memory_fraction" not in others["trtllm"]
+    assert "--split-mode" not in others["llamacpp"]
+    gpus = str(chosen["gpus_per_replica"])
+    for name, command in others.items():
+        run = invoke("launch", "--device", "h100", "--count", gpus, "--format", "json", "--",
+                     *shlex.split(command))
+        assert run.code == 0, (name, run.stderr)
+        read = run.json()
+        assert read["engine"] == name and read["count"] == chosen["gpus_per_replica"]
+        assert read["command"]["max_num_seqs"] == chosen["batch"]
+        if name != "llamacpp":  # llama.cpp splits by layer over the same GPUs
+            assert (read["plan"]["tp"], read["plan"]["pp"]) == (chosen["tp"], chosen["pp"])
+            assert read["context"] == 8000
+        else:
+            assert read["plan"]["pp"] == chosen["gpus_per_replica"]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])
+def test_launch_reads_back_to_the_same_prediction(invoke: Invoke, engine: str) -> None:
+    """The chosen command through `inventory launch` prints what recommend says it will."""
+    data = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--isl", "2000", "--osl",
+                  "500", "--qps", "4", "--engine", engine, "--format", "json").json()
+    chosen = data["chosen"]
+    run = invoke("launch", "--device", "h100", "--count", str(chosen["gpus_per_replica"]),
+                 "--format", "json", "--", *shlex.split(data["launch"]))
+    assert run.code == 0, run.stderr
+    read = run.json()
+    assert read["starts"] and read["startup"] == data["launch_startup"]
+    assert read["plan"]["per_device"]["kv_capacity_tokens"] == data["launch_kv_tokens"]
+    assert read["plan"]["max_concurrency"] == data["launch_max_concurrency"]
+    assert read["command"]["max_num_seqs"] == chosen["batch"]
+    assert data["trust"]["launch"]["kind"] == "engine rule"
+    # the launched engine holds the operating batch at the workload's context
+    assert read["plan"]["max_concurrency"] >= chosen["batch"]
+
+
+def test_llamacpp_holds_the_slots_its_room_takes(invoke: Invoke) -> None:
+    """llama.cpp allocates what -c asks, so its bound is the room over one sequence, not the
+    one context a default launch allocates."""
+    data = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--isl", "2000", "--osl",
+                  "500", "--qps", "4", "--engine", "llamacpp", "--format", "json").json()
+    assert data["chosen"]["batch_limit"] > 100
+    assert data["chosen"]["replicas"] == 1
+
+
+def test_the_readmes_line_by_line_account_quotes_todays_figures(invoke: Invoke) -> None:
+    """The prose under the README's recommend block restates its figures; the block is
+    regenerated, the prose is not, so it is checked against a fresh run."""
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    prose = readme.split("Line by line:", 1)[1].split("### ", 1)[0]
+    data = invoke(*SEED, "--ttft", "2s", "--tpot", "50ms", "--percentile", "p95",
+                  "--format", "json").json()
+    chosen = data["chosen"]
+    placed = invoke("placement", "examples/dense-70b.yaml", "--device", "h100", "--count",
+                    "8", "--context", "8000", "--tp", "4", "--pp", "1", "--format",
+                    "json").json()
+    tokens = next(p for p in placed["plans"] if p["disaggregation"] is None
+                  )["per_device"]["kv_capacity_tokens"]
+    limit, batch = chosen["batch_limit"], chosen["batch"]
+    assert f"KV pool of {tokens:,} tokens per replica" in prose
+    assert f"holds {limit}\n  requests" in prose or f"holds {limit} requests" in prose
+    assert f"`batch° {batch}/{limit}`" in prose
+    assert f"{limit} × 7,000 ÷ 1,000 = {limit * 7000 // 1000:,} prompt tokens" in prose
+    assert f"{chosen['replicas']} replicas, {chosen['gpus']} GPUs" in prose
+    assert f"prints {data['launch_kv_tokens']:,} tokens" in prose
+    assert f"{int(data['launch_max_concurrency'])} requests" in prose
+
+
+def test_several_engines_name_each_row(invoke: Invoke) -> None:
+    run = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--isl", "2000", "--osl",
+                 "300", "--qps", "5", "--engine", "vllm", "--engine", "sglang", "--limit", "0")
+    assert run.code == 0, run.stderr
+    rows = [line for line in run.stdout.splitlines() if " tp1 pp1 ×1 " in line]
+    assert any(" vllm tp1" in r for r in rows) and any(" sglang tp1" in r for r in rows)
+
+
+def test_engines_and_devices_take_commas_as_placement_does(invoke: Invoke) -> None:
+    args = ["recommend", "llama-3.1-8b", "--isl", "1000", "--osl", "200", "--qps", "2",
+            "--format", "json", "--limit", "0"]
+    commas = invoke(*args, "--device", "h100,l40s", "--engine", "vllm,sglang").json()
+    repeated = invoke(*args, "--device", "h100", "--device", "l40s", "--engine", "vllm",
+                      "--engine", "sglang").json()
+    assert commas["plans"] == repeated["plans"]
+    assert {(p["device"], p["engine"]) for p in commas["plans"]} == {
+        ("h100-sxm", "vllm"), ("h100-sxm", "sglang"), ("l40s", "vllm"), ("l40s", "sglang")}
+
+
+def test_no_plan_at_all_says_where_to_look(invoke: Invoke) -> None:
+    args = ["recommend", "llama-3.1-70b", "--device", "l4", "--count", "1", "--isl", "1000",
+            "--osl", "200", "--qps", "1"]
+    run = invoke(*args)
+    assert run.code == 0 and "0 plans considered" in run.stdout
+    assert "`inventory placement` shows why" in run.stdout
+    assert invoke(*args, "--require-slo").code == 1

@@ -173,8 +173,9 @@ def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
         "weights": exact("counted from the model's tensors, with the engine's padding"),
         "state": exact("bytes per token and per sequence, as each layer kind keeps them"),
         "kv_pool": engine_rule(f"{label}'s budget, blocks and maximum concurrency"),
-        "reserve": calibrated(0.007, f"activation peak and non-torch memory, fitted on "
-                              f"{label} start-ups"),
+        "reserve": calibrated(facts.engine.reserve_band, "activation peak and non-torch "
+                              "memory, fitted on "
+                              f"{facts.engine.calibrated_on or label + ' start-ups'}"),
         "timing": calibrated(cal.band(PLACEMENT_REGIME),
                              f"fitted on published {cal.engine} measurements"),
         "timing_bound": roofline_trust("peak FLOP/s and bandwidth at fixed fractions "

@@ -3,7 +3,8 @@
 Rule, for every device and engine asked:
 1. every legal plan placement finds at the workload's context (ISL + OSL), prefill/decode
    disaggregation and the encoder split included;
-2. the batch its KV pool allows at the workload's lengths (and the engine's max_num_seqs);
+2. the batch its KV pool allows at the workload's lengths (and the engine's max_num_seqs;
+   for llama.cpp, which allocates what -c asks, the slots the device's room holds);
 3. TTFT and TPOT from the calibrated time model (`engine/timing/`) with the batch decoding at
    ISL + OSL/2 and its prompts riding in the steps, at each batch up to that bound; the
    operating batch is the largest that meets the targets;

@@ -131,12 +131,19 @@ class Evaluator:
 
     def batch_limit(self, plan: Plan) -> int:
         """Sequences one replica runs at once at the workload's mean lengths: its pools'
-        KV tokens over ISL + OSL per sequence, at most max_num_seqs per engine."""
+        KV tokens over ISL + OSL per sequence, at most max_num_seqs per engine. An engine
+        that allocates what its context flags ask (llama.cpp) holds as many slots of the
+        workload's context as the device's room takes; the launch command asks for them."""
         d = plan.per_device
         if d is None:
             return 0
         engines = max(1, plan.engines // max(1, plan.dp))
-        per_engine = d.kv_capacity_tokens / (self.lengths.isl + self.lengths.osl)
+        if self.facts.engine.kv_from_context and d.state_bytes_per_sequence:
+            room = d.usable_bytes - d.weight_bytes - d.reserve_bytes
+            return int(max(0, room) / d.state_bytes_per_sequence) * engines
+        block = max(1, self.facts.settings.block_size)  # a sequence holds whole blocks
+        per_engine = d.kv_capacity_tokens / (
+            math.ceil((self.lengths.isl + self.lengths.osl) / block) * block)
         if not d.kv_capacity_tokens:
             per_engine = float(self.facts.settings.max_num_seqs)
         per_engine = min(per_engine, float(self.facts.settings.max_num_seqs))
@@ -430,29 +437,11 @@ def _front(points: list[ParetoPoint]) -> list[ParetoPoint]:
 def _capacity(ev: Evaluator, plan: RecommendedPlan) -> list[CapacityPoint]:
     """The chosen plan's pool (its binding stage) held at contexts from 1,024 tokens to the
     model's limit: KV tokens and requests at that context."""
-    from llm_inventory.engine.placement.candidates import Shape
-    from llm_inventory.engine.placement.fit import size
+    from llm_inventory.engine.capacity import capacity_against_context, contexts_to
 
-    facts = ev.facts
-    sized = size(facts, Shape(tp=plan.tp, pp=plan.pp, ep=plan.ep), [], [])
-    if not sized.pools or not all(pool > 0 for pool in sized.pools):
-        return []
     limit = ev.spec.max_context or max(ev.lengths.longest, 131072)
-    contexts = sorted({c for c in (2 ** k for k in range(10, 21)) if c <= limit}
-                      | {ev.lengths.longest})
-    out = []
-    for context in contexts:
-        settings = facts.settings.model_copy(update={"max_model_len": context})
-        held, tokens = math.inf, 0
-        for stage, pool in zip(sized.ranges, sized.pools, strict=True):
-            layout = facts.engine.pool_layout(facts.kv_layers(plan.tp, stage.start,
-                                                              stage.stop), settings)
-            blocks, stage_tokens, conc = layout.measure(pool)
-            if layout.keeps_state and conc < held:
-                held, tokens = conc, stage_tokens
-        out.append(CapacityPoint(context=context, kv_tokens=tokens,
-                                 max_concurrency=0.0 if held == math.inf else held))
-    return out
+    return capacity_against_context(ev.facts, plan.tp, plan.pp, plan.ep,
+                                    contexts_to(limit, ev.lengths.longest))
 
 
 def _check(spec: ModelSpec, request: RecommendRequest, lengths: Lengths) -> None:
@@ -495,10 +484,13 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
     launch: str | None = None
     equivalents: dict[str, str] = {}
     capacity: list[CapacityPoint] = []
+    readback: dict[str, object] = {}
     if chosen is not None:
         ev = evaluators[(chosen.device, chosen.engine)]
         launch, equivalents = _launches(ev, chosen, request)
         capacity = _capacity(ev, chosen)
+        if launch is not None and chosen.disaggregation is None:
+            readback = _read_back(spec, ev, chosen, launch)
     shown = ordered[:request.limit] if request.limit else ordered
     loaded = request.workload.qps is not None or request.workload.concurrency is not None
     regime = "request rate" if loaded else "offline maximum"
@@ -515,6 +507,7 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
         estimate=timing_estimate(cal, engine_label, regime), considered=len(plans),
         meeting=sum(1 for p in plans if p.status == "meets"), plans=shown, chosen=chosen,
         launch=launch, equivalents=equivalents, pareto=_front(pareto), capacity=capacity,
+        **readback,
         notes=notes,
         trust={
             "gpus": exact("whole replicas of plans whose memory fits"),
@@ -524,13 +517,36 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
             "throughput": calibrated(cal.band(regime), "requests served at the operating "
                                      "batch"),
             "cost": exact("price catalog × GPUs: as exact as the dated list price"),
+            "launch": engine_rule("the chosen command read back as `inventory launch` reads "
+                                  "it: the engine's own start-up lines"),
         },
     )
 
 
+def _read_back(spec: ModelSpec, ev: Evaluator, plan: RecommendedPlan,
+               launch: str) -> dict[str, object]:
+    """`launch` read and predicted as `inventory launch` does, on one replica's GPUs."""
+    import shlex
+
+    from llm_inventory.engine import serving
+    from llm_inventory.engine.launch import match_program, predict_launch
+
+    era, rest = match_program(shlex.split(launch))
+    command = era.parse_launch(rest)
+    engine = serving.get(f"{era.name}@{plan.engine_version}")
+    result = predict_launch(spec, command, engine, ev.device, plan.gpus_per_replica)
+    d = result.plan.per_device
+    return {"launch_startup": result.startup,
+            "launch_kv_tokens": d.kv_capacity_tokens if d is not None else None,
+            "launch_max_concurrency": result.plan.max_concurrency}
+
+
 def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -> \
         tuple[str | None, dict[str, str]]:
-    """The chosen plan's command for its engine, and for every other registered engine."""
+    """The chosen plan's command for its engine, and for every other registered engine
+    (with that engine's own memory default: the fractions do not carry over)."""
+    from dataclasses import replace
+
     from llm_inventory.engine import serving
 
     facts = ev.facts
@@ -546,7 +562,7 @@ def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -
     others = {}
     for name in serving.names():
         if name != plan.engine:
-            command = launch_command(name, launch)
+            command = launch_command(name, replace(launch, memory_fraction=None))
             if command is not None:
                 others[name] = command
     return own, others

@@ -8,8 +8,12 @@ Flags by engine (each engine's documented server options): vLLM `vllm serve`
 --context-length, --mem-fraction-static, --max-running-requests, --chunked-prefill-size,
 --kv-cache-dtype); TensorRT-LLM `trtllm-serve` (--tp_size, --pp_size, --ep_size,
 --max_seq_len, --max_batch_size, --max_num_tokens, --kv_cache_free_gpu_memory_fraction);
-llama.cpp `llama-server` (--ctx-size over --parallel slots, --n-gpu-layers,
---split-mode). An engine without a formatter here gets no command (None).
+llama.cpp `llama-server` (--ctx-size over --parallel slots, --n-gpu-layers; layers split
+over the GPUs, its default, since its row split is not modelled). The memory flag is the
+planned engine's alone: the engines' fractions mean different things (vLLM's of the total,
+SGLang's of free memory for weights and KV, TensorRT-LLM's of what the weights leave), so
+the other engines' commands keep their own default. An engine without a formatter here gets
+no command (None).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ class LaunchPlan:
     pp: int
     ep: int
     context: int
-    memory_fraction: float
+    memory_fraction: float | None  # None: the engine's own default
     max_num_seqs: int
     max_num_batched_tokens: int
     kv_dtype: str | None  # None: the model's own
@@ -43,9 +47,10 @@ def _vllm(p: LaunchPlan) -> list[str]:
         if p.ep > p.tp:
             args += ["--data-parallel-size", str(p.ep // p.tp)]
         args += ["--enable-expert-parallel"]
-    args += ["--max-model-len", str(p.context),
-             "--gpu-memory-utilization", f"{p.memory_fraction:g}",
-             "--max-num-seqs", str(p.max_num_seqs),
+    args += ["--max-model-len", str(p.context)]
+    if p.memory_fraction is not None:
+        args += ["--gpu-memory-utilization", f"{p.memory_fraction:g}"]
+    args += ["--max-num-seqs", str(p.max_num_seqs),
              "--max-num-batched-tokens", str(p.max_num_batched_tokens)]
     if p.kv_dtype:
         args += ["--kv-cache-dtype", p.kv_dtype]
@@ -63,9 +68,10 @@ def _sglang(p: LaunchPlan) -> list[str]:
         args += ["--ep-size", str(p.ep)]
         if p.ep > p.tp:
             args += ["--dp-size", str(p.ep // p.tp), "--enable-dp-attention"]
-    args += ["--context-length", str(p.context),
-             "--mem-fraction-static", f"{p.memory_fraction:g}",
-             "--max-running-requests", str(p.max_num_seqs),
+    args += ["--context-length", str(p.context)]
+    if p.memory_fraction is not None:
+        args += ["--mem-fraction-static", f"{p.memory_fraction:g}"]
+    args += ["--max-running-requests", str(p.max_num_seqs),
              "--chunked-prefill-size", str(p.max_num_batched_tokens)]
     if p.kv_dtype:
         args += ["--kv-cache-dtype", "fp8_e4m3" if p.kv_dtype.startswith("fp8") else p.kv_dtype]
@@ -80,16 +86,17 @@ def _trtllm(p: LaunchPlan) -> list[str]:
         args += ["--pp_size", str(p.pp)]
     if p.ep > 1:
         args += ["--ep_size", str(p.ep)]
-    return args + ["--max_seq_len", str(p.context), "--max_batch_size", str(p.max_num_seqs),
-                   "--max_num_tokens", str(p.max_num_batched_tokens),
-                   "--kv_cache_free_gpu_memory_fraction", f"{p.memory_fraction:g}"]
+    args += ["--max_seq_len", str(p.context), "--max_batch_size", str(p.max_num_seqs),
+             "--max_num_tokens", str(p.max_num_batched_tokens)]
+    if p.memory_fraction is not None:
+        args += ["--kv_cache_free_gpu_memory_fraction", f"{p.memory_fraction:g}"]
+    return args
 
 
 def _llamacpp(p: LaunchPlan) -> list[str]:
     # llama.cpp splits --ctx-size evenly over its --parallel slots
     return ["llama-server", "-m", p.model, "--ctx-size", str(p.context * p.max_num_seqs),
             "--parallel", str(p.max_num_seqs), "--n-gpu-layers", "999",
-            "--split-mode", "row" if p.tp > 1 else "layer",
             "--batch-size", str(p.max_num_batched_tokens)]
 
 

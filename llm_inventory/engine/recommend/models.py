@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
+from llm_inventory.engine.capacity import CapacityPoint as CapacityPoint
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.trust import Trust
 from llm_inventory.spec.devices import Device
@@ -158,14 +159,6 @@ class ParetoPoint(BaseModel):
     on_front: bool
 
 
-class CapacityPoint(BaseModel):
-    """The chosen plan's KV pool at one context length: tokens and requests it holds."""
-
-    context: int
-    kv_tokens: int
-    max_concurrency: float
-
-
 class RecommendResult(BaseModel):
     schema_version: int = 1
     model: str
@@ -180,6 +173,12 @@ class RecommendResult(BaseModel):
     chosen: RecommendedPlan | None
     launch: str | None  # the chosen plan's engine command
     equivalents: dict[str, str] = Field(default_factory=dict)  # the same plan, other engines
+    # `launch` read back as `inventory launch` reads it, on one replica's GPUs: what the
+    # engine will print at start-up with those flags (its --max-num-seqs frees memory the
+    # plan, sized at the engine's default, kept for sampling and graphs)
+    launch_startup: list[str] = Field(default_factory=list)
+    launch_kv_tokens: int | None = None
+    launch_max_concurrency: float | None = None
     pareto: list[ParetoPoint]
     capacity: list[CapacityPoint]  # the chosen plan's pool against context length
     notes: list[str] = Field(default_factory=list)

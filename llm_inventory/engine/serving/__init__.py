@@ -40,7 +40,7 @@ ERAS: tuple[tuple[str, str, str], ...] = (
     ("llamacpp", "7880", "llamacpp"), ("llamacpp", "7000", "llamacpp_b7000"),
     ("llamacpp", "5913", "llamacpp_b5913"), ("llamacpp", "5300", "llamacpp_b5300"),
     ("llamacpp", "2862", "llamacpp_b2862"), ("ik_llama", "1", "llamacpp_ik"),
-    ("trtllm", "0.9", "trtllm"),
+    ("trtllm", "1.0", "trtllm"), ("trtllm", "0.9", "trtllm_engine_path"),
 )
 
 _loaded: dict[str, ServingEngine] = {}

@@ -118,6 +118,8 @@ class LlamaCpp(ServingEngine):
                "layers offloaded with -ngl, split by -ts; compute buffers estimated")
     calibrated_on = ("the compute buffers of the Qwen3-0.6B/1.7B CPU and Phi-3-mini CUDA "
                      "start-ups (KV needs none: it is exact)")
+    kv_from_context = True
+    reserve_band = 0.15  # the Phi-3 CUDA compute buffer (tests/engine/serving/test_llamacpp.py)
     rules = (
         ("KV = Σ layers ggml_row_size(type_k, n_embd_k_gqa) + ggml_row_size(type_v, …) per "
          "cell × cells × streams", "src/llama-kv-cache.cpp llama_kv_cache::llama_kv_cache"),
@@ -230,6 +232,13 @@ class LlamaCpp(ServingEngine):
 
     def context_limit(self, spec: ModelSpec) -> int | None:
         return None  # llama.cpp serves past the training context (it warns)
+
+    def launch_context(self, spec: ModelSpec, command: LaunchCommand) -> int | None:
+        """`-c 0` takes the model's training context (src/llama-context.cpp: n_ctx 0 →
+        n_ctx_train), and 0 is the default from b7880 (and in ik_llama.cpp); older builds
+        default to 4096 (common/common.h)."""
+        return int(command.flags.get("ctx_size", self.defaults()["ctx_size"])) \
+            or spec.max_context
 
     def split_limits(self, tp: int, pp: int, ep: int) -> list[str]:
         reasons = []
@@ -366,6 +375,15 @@ class LlamaCpp(ServingEngine):
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_llamacpp(argv, self.name)
+
+    def on_devices(self, command: LaunchCommand, count: int) -> LaunchCommand:
+        """One process uses every device it sees: `-sm layer` (the default) with no `-ts`
+        splits the layers by free memory (src/llama-model.cpp llama_model::load_tensors),
+        so `count` devices of one kind are `count` even stages; `-sm none` keeps one."""
+        if (count > 1 and not command.flags.get("tensor_split")
+                and command.flags.get("split_mode", "layer") == "layer"):
+            return command.model_copy(update={"pp": count})
+        return command
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering as build `version` does (its defaults and lines)."""
@@ -537,46 +555,8 @@ _OPTIONS: dict[str, tuple[str, bool]] = {
 _FA_VALUES = ("on", "off", "auto", "1", "0", "true", "false")
 
 
-def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
-    """Read a llama-server / llama-cli command line (after the program name)."""
-    values: dict[str, FlagValue] = {}
-    understood: list[str] = []
-    ignored: list[str] = []
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        name, eq, inline = token.partition("=")
-        option = _OPTIONS.get(name)
-        if option is None:
-            if token.startswith("-"):
-                ignored.append(token)
-                # a value that follows an unknown option is ignored with it
-                if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-                    ignored.append(argv[i + 1])
-                    i += 1
-            else:
-                ignored.append(token)
-            i += 1
-            continue
-        key, takes = option
-        if takes or (key == "flash_attn" and (eq or (i + 1 < len(argv)
-                                                      and argv[i + 1].lower() in _FA_VALUES))):
-            if eq:
-                value = inline
-            elif i + 1 < len(argv):
-                value = argv[i + 1]
-                i += 1
-            else:
-                raise InputError("launch", f"{name} needs a value")
-            values[key] = value
-        else:
-            values[key] = True if key != "flash_attn" else "on"
-        understood.append(name)
-        i += 1
-    model = str(values.pop("model", "") or values.pop("hf_repo", ""))
-    values.pop("hf_repo", None)
-    if not model:
-        raise InputError("launch", "the command names no model (-m FILE.gguf or -hf REPO)")
+def _typed_flags(values: dict[str, FlagValue]) -> dict[str, FlagValue]:
+    """The command's values as the engine's settings take them; InputError for a bad one."""
     flags: dict[str, FlagValue] = {}
     for key in ("ctx_size", "n_gpu_layers", "parallel", "ubatch_size", "batch_size",
                 "n_cpu_moe", "mla_use"):
@@ -607,6 +587,56 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
         flags["kv_unified"] = True
     if values.get("no_kv_unified"):
         flags["kv_unified"] = False
+    return flags
+
+
+def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
+    """Read a llama-server / llama-cli command line (after the program name)."""
+    values: dict[str, FlagValue] = {}
+    typed: dict[str, str] = {}  # setting → the flag as written
+    understood: list[str] = []
+    ignored: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name, eq, inline = token.partition("=")
+        option = _OPTIONS.get(name)
+        if option is None:
+            if token.startswith("-"):
+                ignored.append(token)
+                # a value that follows an unknown option is ignored with it
+                if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                    ignored.append(argv[i + 1])
+                    i += 1
+            else:
+                ignored.append(token)
+            i += 1
+            continue
+        key, takes = option
+        if takes or (key == "flash_attn" and (eq or (i + 1 < len(argv)
+                                                      and argv[i + 1].lower() in _FA_VALUES))):
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                value = argv[i + 1]
+                i += 1
+            else:
+                raise InputError("launch", f"{name} needs a value")
+            values[key] = value
+            understood.append(f"{name} {value}")
+        else:
+            values[key] = True if key != "flash_attn" else "on"
+            understood.append(name)
+        typed[key] = name
+        i += 1
+    model = str(values.pop("model", "") or values.pop("hf_repo", ""))
+    values.pop("hf_repo", None)
+    if not model:
+        raise InputError("launch", "the command names no model (-m FILE.gguf or -hf REPO)")
+    try:
+        flags = _typed_flags(values)
+    except InputError as exc:  # name the flag as the command spelt it
+        raise InputError(typed.get(exc.field, exc.field), exc.message) from None
     n_seq = int(flags.get("parallel", 1))
     ctx = int(flags["ctx_size"]) if "ctx_size" in flags else None
     unified = bool(flags.get("kv_unified", n_seq == 1))

@@ -1,4 +1,5 @@
-"""TensorRT-LLM (0.9 onward): its KV cache from free memory, on either backend.
+"""TensorRT-LLM (1.0 onward; `trtllm_engine_path.py` before): its KV cache from free
+memory, on either backend.
 
 Rules, each from TensorRT-LLM's source (NVIDIA/TensorRT-LLM):
 - TensorRT-engine path (`BaseKVCacheManager::calculateFreeMemBytes` /
@@ -146,12 +147,12 @@ def engine_window(prompt: int, output: int, blocks: int, beam: int, block: int) 
 
 class TensorRtLlm(ServingEngine):
     name = "trtllm"
-    versions = "0.9 onward (TensorRT-engine path and PyTorch backend)"
+    versions = "1.0 onward (the PyTorch backend by default, the TensorRT-engine path asked)"
     version = "1.2"
     label = "TensorRT-LLM 1.2"
     summary = ("KV pool = free_gpu_memory_fraction × memory free after the engine and buffers "
                "or a profiling run, in blocks of tokens_per_block; max_seq_len shrinks to fit")
-    rules = (
+    rules: ClassVar[tuple[tuple[str, str], ...]] = (
         ("engine path: pool = fraction (0.9) × free memory after engine, execution context, "
          "runtime buffers and decoder; blocks = ⌈⌊pool ÷ bytes per token⌋ ÷ tokens_per_block⌉",
          "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp "
@@ -174,8 +175,10 @@ class TensorRtLlm(ServingEngine):
     )
     calibrated_on = ("the RTX 5090 Llama-3.1-8B FP8 start-up and the documented 80 GB start-up "
                      "(TensorRT-engine path); vLLM 0.19 start-ups (PyTorch backend)")
+    reserve_band = 0.03  # tests/engine/serving/test_trtllm.py
     programs: ClassVar[tuple[tuple[str, ...], ...]] = (
         ("trtllm-serve", "serve"), ("trtllm-serve",))
+    default_backend: ClassVar[str] = "pytorch"  # what --backend is when not given
 
     def __init__(self, reserve: ReserveModel | None = None) -> None:
         self.reserve_model = reserve or ReserveModel()
@@ -198,7 +201,7 @@ class TensorRtLlm(ServingEngine):
             raise InputError("engine_flags", f"{self.label} has no setting "
                              + ", ".join(unknown) + "; known: " + ", ".join(FLAGS))
         flags: dict[str, FlagValue] = {
-            "backend": "pytorch", "max_beam_width": 1, "max_input_len": 1024,
+            "backend": self.default_backend, "max_beam_width": 1, "max_input_len": 1024,
             "fail_fast_on_attention_window_too_large": False, **asked.flags}
         backend = str(flags["backend"]).lower()
         backend = {"trt": "tensorrt"}.get(backend, backend)
@@ -426,7 +429,7 @@ def parse_trtllm_serve(argv: list[str]) -> LaunchCommand:
             else:
                 raise InputError("launch", f"{name} needs a value")
             values[_VALUED[key]] = value
-            understood.append(name)
+            understood.append(f"{name} {value}")
         elif key in _SWITCHES:
             switches.add(_SWITCHES[key])
             understood.append(name)

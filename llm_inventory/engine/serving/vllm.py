@@ -185,12 +185,13 @@ class VllmV1(ServingEngine):
 
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:
-        """`_check_enough_kv_cache_memory` (vllm/v1/core/kv_cache_utils.py), in its words:
-        the KV one request at max_model_len needs against the pool."""
+        """`_check_enough_kv_cache_memory` (vllm/v1/core/kv_cache_utils.py), in its words
+        and with the ValueError it raises: the KV one request at max_model_len needs against
+        the pool."""
         see = ("See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more "
                "details.")
         if pool_bytes <= 0:
-            return ("No available memory for the cache blocks. Try increasing "
+            return ("ValueError: No available memory for the cache blocks. Try increasing "
                     f"`gpu_memory_utilization` when initializing the engine. {see}")
         if not capacity.page_bytes or capacity.max_concurrency >= 1:
             return None
@@ -200,7 +201,7 @@ class VllmV1(ServingEngine):
         if capacity.longest_context:
             estimated = ("Based on the available memory, the estimated maximum model length "
                          f"is {capacity.longest_context}. ")
-        return (f"To serve at least one request with the model's max seq len "
+        return (f"ValueError: To serve at least one request with the model's max seq len "
                 f"({settings.max_model_len}), ({needed / GIB:.2f} GiB KV cache is needed, "
                 f"which is larger than the available KV cache memory ({pool_bytes / GIB:.2f} "
                 f"GiB). {estimated}Try increasing `gpu_memory_utilization` or decreasing "

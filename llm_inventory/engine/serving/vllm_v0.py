@@ -127,6 +127,7 @@ class VllmV0(VllmV1):
     version = "0.10"
     label = "vLLM 0.10 (V0)"
     calibrated_on = "vLLM V0 start-ups (0.7 and 0.8)"
+    reserve_band = 0.03  # tests/engine/serving/test_vllm_eras.py
     summary = ("KV blocks = (total × gpu_memory_utilization − weights − non-torch − profiled "
                "peak) ÷ cache block size; MLA entries padded to 256 B; blocks of 16, no "
                "hybrid groups; the smallest worker binds")
@@ -155,6 +156,9 @@ class VllmV0(VllmV1):
         ("0.7.1–0.7.x: MLA up-projections absorbed into W_Q_UK and W_UV_O, fp8 for fp8 "
          "weights", "vllm/attention/backends/mla/utils.py "
          "MLACommonImpl.process_weights_after_loading"),
+        ("0.8–0.10 start the V1 engine unless VLLM_USE_V1=0 or a model V1 lacks falls back: "
+         "this era answers for V0; a V1 start-up of those releases is nearer vllm@0.11's",
+         "vllm/envs.py VLLM_USE_V1; vllm/engine/arg_utils.py EngineArgs._is_v1_supported_oracle"),
     )
     programs = PROGRAMS
 
@@ -265,13 +269,14 @@ class VllmV0(VllmV1):
 
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:
-        """`raise_if_cache_size_invalid` (vllm/worker/worker.py), in its words."""
+        """`raise_if_cache_size_invalid` (vllm/worker/worker.py), in its words and with the
+        ValueError it raises."""
         if capacity.blocks <= 0:
-            return ("No available memory for the cache blocks. Try increasing "
+            return ("ValueError: No available memory for the cache blocks. Try increasing "
                     "`gpu_memory_utilization` when initializing the engine.")
         if settings.max_model_len > capacity.tokens:
-            return (f"The model's max seq len ({settings.max_model_len}) is larger than the "
-                    "maximum number of tokens that can be stored in KV cache "
+            return (f"ValueError: The model's max seq len ({settings.max_model_len}) is "
+                    "larger than the maximum number of tokens that can be stored in KV cache "
                     f"({capacity.tokens}). Try increasing `gpu_memory_utilization` or "
                     "decreasing `max_model_len` when initializing the engine.")
         return None

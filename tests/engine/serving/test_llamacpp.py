@@ -375,10 +375,10 @@ def test_the_command_line_is_read() -> None:
 
 @pytest.mark.parametrize("argv, field", [
     (["-m", "x.gguf", "-c"], "launch"),
-    (["-m", "x.gguf", "-c", "lots"], "ctx_size"),
-    (["-m", "x.gguf", "-ctv", "q3_k"], "cache_type_v"),
+    (["-m", "x.gguf", "-c", "lots"], "-c"),  # the flag as the command spells it
+    (["-m", "x.gguf", "-ctv", "q3_k"], "-ctv"),
     (["-c", "4096"], "launch"),
-    (["-m", "x.gguf", "-ts", "a,b"], "tensor_split"),
+    (["-m", "x.gguf", "-ts", "a,b"], "-ts"),
 ])
 def test_a_malformed_command_line_is_refused(argv: list[str], field: str) -> None:
     with pytest.raises(InputError) as error:

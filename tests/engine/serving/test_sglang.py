@@ -337,7 +337,7 @@ def test_parse_a_real_launch_command() -> None:
     assert command.max_num_seqs == 128 and command.block_size == 16
     assert command.kv_dtype == "fp8_e4m3" and command.flags == {"max_total_tokens": 400000}
     assert command.ignored == ["--host 0.0.0.0", "--enable-metrics", "--trust-remote-code"]
-    assert "--mem-fraction-static" in command.understood
+    assert "--mem-fraction-static 0.85" in command.understood  # with its value, as vLLM's
 
 
 def test_sglang_serve_takes_the_model_first() -> None:

@@ -259,3 +259,17 @@ def test_launch_and_placement_agree(invoke: Any) -> None:
     assert launched["startup"][0].startswith("[TensorRT-LLM][INFO] Memory usage when "
                                              "calculating max tokens in paged kv cache: total: "
                                              "79.19 GiB")
+
+
+@pytest.mark.parametrize(("version", "backend"), [
+    ("0.12", "tensorrt"), ("0.19", "tensorrt"), ("0.21", "tensorrt"),  # --backend default None
+    ("1.0", "pytorch"), ("1.2", "pytorch"), (None, "pytorch")])
+def test_the_default_backend_by_release(version: str | None, backend: str) -> None:
+    """Before 1.0 trtllm-serve ran the TensorRT engine unless --backend pytorch was given."""
+    engine = get(f"trtllm@{version}" if version else "trtllm")
+    settings = engine.settings(resolve_device("h100"), LaunchSettings(context=8192,
+                                                                     kv_dtype="bf16"))
+    assert settings.flags["backend"] == backend
+    asked = engine.settings(resolve_device("h100"), LaunchSettings(
+        context=8192, kv_dtype="bf16", flags={"backend": "pytorch"}))
+    assert asked.flags["backend"] == "pytorch"
