@@ -50,14 +50,20 @@ def emit(
     result: Result,
     fmt: OutputFormat,
     table: Callable[[], RenderableType | Sequence[RenderableType]],
+    plain: Callable[[Any], str | None] | None = None,
 ) -> None:
-    """Print `result` in `fmt`; `table` builds the human view only when it is asked for."""
+    """Print `result` in `fmt`; `table` builds the human view only when it is asked for.
+    `plain(stream)`, when given, is the same view as text printed without Rich
+    (`render/plain.py`), or None where it does not cover the output."""
     if fmt is OutputFormat.JSON:
         sys.stdout.write(json_text(dump(result)) + "\n")
     elif fmt is OutputFormat.YAML:
         import yaml
 
         sys.stdout.write(yaml.safe_dump(dump(result), sort_keys=False, allow_unicode=True))
+    elif plain is not None and (text := plain(sys.stdout)) is not None:
+        sys.stdout.write(printable(text, sys.stdout))
+        sys.stdout.flush()
     else:
         from llm_inventory.render.fit import Diagnostic, data_console, print_parts
 
