@@ -32,6 +32,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 MIB = 1024 * 1024
+ROOT = Path(__file__).resolve().parent.parent
 PYDANTIC_FLOOR = ("import typer\nfrom pydantic import BaseModel\n"
                   "class M(BaseModel):\n    x: int = 0\n")
 
@@ -124,6 +125,8 @@ def main() -> int:
         if not (Path(source) / "llm_inventory" / "__init__.py").exists():
             raise SystemExit(f"--before: {source} holds no llm_inventory package")
         commands = [c for c in cases[1:] if c not in floors]
+        for case in commands:  # both trees imported the same way (not through an editable
+            case.source = str(ROOT)  # install's finder, which comes last)
         cases = [cases[0], *floors, *(
             pair for c in commands
             for pair in (c, Case(f"{c.name} (before)", c.argv, source=source)))]
