@@ -3,8 +3,9 @@
 JSON and YAML are the pydantic result dumped as it is (exact integers, stable keys); the
 table is built by a command-specific function and printed with Rich (markup off, in colour
 only on a terminal and never with NO_COLOR set) at a width that cuts no number or
-identifier (`render/fit.py`). A table's warnings go to stderr; JSON and YAML keep them in
-the document.
+identifier (`render/fit.py`), or, where a command offers it and it covers the output, as
+the same text without importing Rich (`render/plain.py`). A table's warnings go to stderr;
+JSON and YAML keep them in the document.
 """
 
 from __future__ import annotations
