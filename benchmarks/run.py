@@ -12,6 +12,8 @@ children, and an untimed round runs first), so source compilation is not what is
     python benchmarks/run.py             # 7 rounds
     python benchmarks/run.py --runs 15   # steadier medians
     python benchmarks/run.py --only kv   # cases whose name contains "kv"
+    git worktree add /tmp/before 4c68e8f && python benchmarks/run.py --before /tmp/before
+                                         # each case also as that commit has it, same rounds
 
 The exit status is 0 whether or not a goal is met: this is a measurement, not a test.
 """
@@ -30,6 +32,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 MIB = 1024 * 1024
+ROOT = Path(__file__).resolve().parent.parent
+PYDANTIC_FLOOR = ("import typer\nfrom pydantic import BaseModel\n"
+                  "class M(BaseModel):\n    x: int = 0\n")
 
 
 @dataclass
@@ -41,6 +46,7 @@ class Case:
     mib_goal: float | None = None
     walls: list[float] = field(default_factory=list)
     peaks: list[float] = field(default_factory=list)
+    source: str | None = None  # a source tree put first on the import path (--before)
 
 
 def _inventory() -> list[str]:
@@ -54,6 +60,9 @@ def _cases() -> list[Case]:
     deepseek = [*inv, "placement", "deepseek-v3", "--device", "h200", "--format", "json"]
     return [
         Case("import typer", [sys.executable, "-c", "import typer"]),
+        # The floor of every command whose engine returns pydantic models: the first model
+        # class built loads most of pydantic's internals.
+        Case("import typer, pydantic, one model", [sys.executable, "-c", PYDANTIC_FLOOR]),
         Case("kv json", [*inv, "kv", "--layers", "80", "--tokens", "8000", "--format", "json"],
              ratio_goal=1.0),
         Case("kv table", [*inv, "kv", "--layers", "80", "--tokens", "8000"], ratio_goal=1.3),
@@ -70,6 +79,8 @@ def _cases() -> list[Case]:
 def _run(case: Case) -> None:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if case.source is not None:
+        env["PYTHONPATH"] = case.source
     start = time.perf_counter()
     child = subprocess.Popen(case.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env=env)
@@ -103,8 +114,22 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7, help="rounds (default 7)")
     parser.add_argument("--only", default="", help="run only cases whose name contains this")
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
+    parser.add_argument("--before", metavar="DIR",
+                        help="also run each case with the package of DIR (a checkout of an "
+                             "earlier commit) imported instead, in the same rounds")
     args = parser.parse_args()
-    cases = [c for c in _cases() if c.name == "import typer" or args.only in c.name]
+    cases = [c for c in _cases() if c.name.startswith("import ") or args.only in c.name]
+    floors = [c for c in cases[1:] if c.name.startswith("import ")]  # no inventory in them
+    if args.before:
+        source = str(Path(args.before).resolve())
+        if not (Path(source) / "llm_inventory" / "__init__.py").exists():
+            raise SystemExit(f"--before: {source} holds no llm_inventory package")
+        commands = [c for c in cases[1:] if c not in floors]
+        for case in commands:  # both trees imported the same way (not through an editable
+            case.source = str(ROOT)  # install's finder, which comes last)
+        cases = [cases[0], *floors, *(
+            pair for c in commands
+            for pair in (c, Case(f"{c.name} (before)", c.argv, source=source)))]
     order = random.Random(12)
     for round_ in range(args.warmup + args.runs):
         for case in order.sample(cases, len(cases)):
@@ -115,13 +140,13 @@ def main() -> int:
     typer_median = statistics.median(cases[0].walls)
     sys.stdout.write(f"python {sys.version.split()[0]}, typer {version('typer')}, "
                      f"{args.runs} runs each, {os.cpu_count()} CPUs\n\n")
-    header = f"{'case':40} {'median':>8} {'spread':>15} {'× typer':>8} {'peak MiB':>9}  goal\n"
+    header = f"{'case':48} {'median':>8} {'spread':>15} {'× typer':>8} {'peak MiB':>9}  goal\n"
     sys.stdout.write(header)
     for case in cases:
         median = statistics.median(case.walls)
         spread = f"{min(case.walls):.3f}–{max(case.walls):.3f}"
         sys.stdout.write(
-            f"{case.name:40} {median:8.3f} {spread:>15} {median / typer_median:8.2f} "
+            f"{case.name:48} {median:8.3f} {spread:>15} {median / typer_median:8.2f} "
             f"{statistics.median(case.peaks):9.0f}  {_verdict(case, typer_median)}\n"
         )
     return 0

@@ -178,20 +178,31 @@ def kv(
             kind, size = "sliding", window
         else:
             kind, size = "full", None
-        result = _uniform(kind, 80 if layers is None else layers,
-                          kv_heads=8 if kv_heads is None else kv_heads,
-                          k_head_dim=128 if head_dim is None else head_dim,
-                          v_head_dim=v_head_dim, window=size, latent_dim=latent or 0,
-                          tokens=tokens, sequences=sequences, dtype=kv_dtype or "bf16",
-                          block_size=block_size, tp=tp, pp=pp,
-                          fast=fmt is not OutputFormat.TABLE)
+
+        def uniform(fast: bool) -> Any:
+            return _uniform(kind, 80 if layers is None else layers,
+                            kv_heads=8 if kv_heads is None else kv_heads,
+                            k_head_dim=128 if head_dim is None else head_dim,
+                            v_head_dim=v_head_dim, window=size, latent_dim=latent or 0,
+                            tokens=tokens, sequences=sequences, dtype=kv_dtype or "bf16",
+                            block_size=block_size, tp=tp, pp=pp, fast=fast)
+
+        result = uniform(fast=True)
 
     def table() -> list[Any]:
         from llm_inventory.render.state import state_tables
 
-        return state_tables(result, units_of(units))
+        engine_result = uniform(fast=False) if isinstance(result, dict) else result
+        return state_tables(engine_result, units_of(units))
 
-    emit(result, fmt, table)
+    def plain(stream: Any) -> str | None:
+        if not isinstance(result, dict):
+            return None
+        from llm_inventory.render.state import plain_state
+
+        return plain_state(result, units_of(units), stream)
+
+    emit(result, fmt, table, plain)
     device_bytes = (result["per_device"]["bytes"] if isinstance(result, dict)
                     else result.per_device.bytes)
     if max_bytes is not None and device_bytes > max_bytes:
@@ -212,10 +223,11 @@ def kv(
 def _uniform(kind: str, layers: int, *, kv_heads: int, k_head_dim: int, v_head_dim: int | None,
              window: int | None, latent_dim: int, tokens: int, sequences: int, dtype: str,
              block_size: int | None, tp: int, pp: int, fast: bool) -> Any:
-    """The state of a stack of identical layers. JSON and YAML take the JSON form straight
-    from `engine/kinds/uniform.py` (no pydantic, no kind modules: a script calling
-    `kv` in a loop pays for Typer and little else); tables, and any input that path leaves
-    to the engine, get the engine's `StateResult`."""
+    """The state of a stack of identical layers. `fast`: the JSON form straight from
+    `engine/kinds/uniform.py` (no pydantic, no kind modules: a script calling `kv` in a loop
+    pays for Typer and little else), printed as it is or as a table by `plain_state`; any
+    input that path leaves to the engine, and a table Rich must print, get the engine's
+    `StateResult`."""
     v_dim = k_head_dim if v_head_dim is None else v_head_dim
     if fast:
         from llm_inventory.engine.kinds.uniform import uniform_state

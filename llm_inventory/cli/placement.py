@@ -1,6 +1,7 @@
 """`inventory placement MODEL --device D --count N`."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: Typer reads the option annotations on every run,
+# and objects built at import cost it less than strings it must evaluate (see `cli/kv.py`).
 
 from pathlib import Path
 from typing import Annotated, Any

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llm_inventory.engine.experts import expert_rank_counts
 from llm_inventory.engine.params import count_parameters
-from llm_inventory.engine.routing import expert_rank_counts
 from llm_inventory.engine.serving.base import ServingEngine
 from llm_inventory.engine.tensors import model_tensors
 from llm_inventory.engine.weights import copy_bytes, quantized_bits

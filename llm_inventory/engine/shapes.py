@@ -23,8 +23,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from llm_inventory.engine import kinds
+from llm_inventory.engine.experts import expected_distinct_experts
 from llm_inventory.engine.params import ParameterCount
-from llm_inventory.engine.routing import expected_distinct_experts
 from llm_inventory.engine.tensors import TensorGroup
 from llm_inventory.engine.weights import group_bytes
 from llm_inventory.spec.model import Component, ModelSpec, Quantization, Stack

@@ -26,8 +26,7 @@ from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
-FALLBACK_WIDTH = 80
-WIDEST_FALLBACK = 160
+from llm_inventory.render.plain import FALLBACK_WIDTH, WIDEST_FALLBACK
 
 
 class Table(RichTable):

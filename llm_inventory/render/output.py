@@ -3,8 +3,9 @@
 JSON and YAML are the pydantic result dumped as it is (exact integers, stable keys); the
 table is built by a command-specific function and printed with Rich (markup off, in colour
 only on a terminal and never with NO_COLOR set) at a width that cuts no number or
-identifier (`render/fit.py`). A table's warnings go to stderr; JSON and YAML keep them in
-the document.
+identifier (`render/fit.py`), or, where a command offers it and it covers the output, as
+the same text without importing Rich (`render/plain.py`). A table's warnings go to stderr;
+JSON and YAML keep them in the document.
 """
 
 from __future__ import annotations
@@ -50,14 +51,20 @@ def emit(
     result: Result,
     fmt: OutputFormat,
     table: Callable[[], RenderableType | Sequence[RenderableType]],
+    plain: Callable[[Any], str | None] | None = None,
 ) -> None:
-    """Print `result` in `fmt`; `table` builds the human view only when it is asked for."""
+    """Print `result` in `fmt`; `table` builds the human view only when it is asked for.
+    `plain(stream)`, when given, is the same view as text printed without Rich
+    (`render/plain.py`), or None where it does not cover the output."""
     if fmt is OutputFormat.JSON:
         sys.stdout.write(json_text(dump(result)) + "\n")
     elif fmt is OutputFormat.YAML:
         import yaml
 
         sys.stdout.write(yaml.safe_dump(dump(result), sort_keys=False, allow_unicode=True))
+    elif plain is not None and (text := plain(sys.stdout)) is not None:
+        sys.stdout.write(printable(text, sys.stdout))
+        sys.stdout.flush()
     else:
         from llm_inventory.render.fit import Diagnostic, data_console, print_parts
 

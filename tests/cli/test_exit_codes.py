@@ -51,10 +51,17 @@ def _broken(*args: object, **kwargs: object) -> None:
     raise ZeroDivisionError("a deliberate bug")
 
 
-def test_3_internal_error(invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
+def _break_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways `kv` sizes state: the engine's and the uniform fast path's."""
     from llm_inventory.engine import state
+    from llm_inventory.engine.kinds import uniform
 
     monkeypatch.setattr(state, "size_state", _broken)
+    monkeypatch.setattr(uniform, "uniform_state", _broken)
+
+
+def test_3_internal_error(invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
+    _break_the_engine(monkeypatch)
     run = invoke("kv")
     assert run.code == ExitCode.INTERNAL
     assert run.stdout == ""
@@ -66,9 +73,7 @@ def test_3_internal_error(invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> No
                                   ["kv", "--layers", "8", "--debug", "--tokens", "8"]])
 def test_debug_anywhere_shows_the_traceback(monkeypatch: pytest.MonkeyPatch,
                                             argv: list[str]) -> None:
-    from llm_inventory.engine import state
-
-    monkeypatch.setattr(state, "size_state", _broken)
+    _break_the_engine(monkeypatch)
     with pytest.raises(ZeroDivisionError, match="a deliberate bug"):
         app_module.main(argv)
 

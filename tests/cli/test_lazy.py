@@ -101,3 +101,13 @@ def test_placement_json_loads_no_rich() -> None:
     assert status == 0
     assert not {m for m in loaded if m.split(".")[0] == "rich"}
     assert loaded & COMMAND_MODULES == {"llm_inventory.cli.placement"}
+    # The routing simulator's models are not built: a search needs `engine/experts.py` only.
+    assert "llm_inventory.engine.routing" not in loaded
+
+
+def test_kv_table_from_flags_loads_neither_rich_nor_pydantic() -> None:
+    status, loaded = _loaded_after(["kv", "--layers", "80", "--tokens", "8000", "--tp", "16"])
+    assert status == 0
+    tops = {m.split(".")[0] for m in loaded}
+    assert not tops & {"pydantic", "pydantic_core", "rich", "yaml"}
+    assert "llm_inventory.render.plain" in loaded

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from llm_inventory.engine.experts import expected_distinct_experts
 from llm_inventory.engine.placement.facts import ModelFacts
 from llm_inventory.engine.placement.fit import Sized, why_not
 from llm_inventory.engine.placement.models import (
@@ -17,7 +18,6 @@ from llm_inventory.engine.placement.models import (
     WidthSummary,
 )
 from llm_inventory.engine.roofline import Timing, roofline
-from llm_inventory.engine.routing import expected_distinct_experts
 from llm_inventory.engine.serving.base import KvCapacity, PoolLayout, StartupContext
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state

@@ -300,7 +300,7 @@ class ServingEngine(ABC):
 
     def expert_counts(self, experts: int, ep: int) -> list[int]:
         """Routed experts each EP rank holds (contiguous blocks, remainder to the first)."""
-        from llm_inventory.engine.routing import expert_rank_counts
+        from llm_inventory.engine.experts import expert_rank_counts
 
         return expert_rank_counts(experts, ep)
 

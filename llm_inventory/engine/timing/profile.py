@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from llm_inventory.engine.experts import expected_distinct_experts
 from llm_inventory.engine.roofline import peak_flops
-from llm_inventory.engine.routing import expected_distinct_experts
 from llm_inventory.spec.devices import Device
 from llm_inventory.units import DTYPE_BITS
 
