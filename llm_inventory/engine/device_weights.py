@@ -46,6 +46,7 @@ class WeightLayout:
     tied_vocab: int = 0  # embedding bytes a last stage copies when the head is tied
     vocab: int = 0
     buffers: int = 0  # rotary caches held with the weights, every stage
+    from_checkpoint: bool = False  # read from a checkpoint's tensor headers
     coarse_total: int | None = None  # coarse specs: everything splits evenly
     coarse_experts: int = 0
     padded_experts: PaddedExperts | None = None  # expert bytes recomputed per split
@@ -143,6 +144,7 @@ def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
             and spec.coarse is None and not pad):
         layout = _from_checkpoint(spec, facts, act_bits, engine)
         layout.buffers = engine.runtime_buffer_bytes(spec, act_dtype)
+        layout.from_checkpoint = True
         return layout
     n = stack.layers if stack is not None else 1
     layout = WeightLayout(layers=n, split=[0] * n, kv=[0] * n, rep=[0] * n, expert=[0] * n)

@@ -29,7 +29,7 @@ from llm_inventory.engine.sampling import SamplerStateItem, sampler_state
 from llm_inventory.engine.shapes import Gemm, PhaseWork, attention_flops, phase_work
 from llm_inventory.engine.state import KindState, StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup, model_tensors
-from llm_inventory.engine.trust import Trust, exact
+from llm_inventory.engine.trust import Trust, counted
 from llm_inventory.engine.trust import roofline as trust_roofline
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -430,10 +430,11 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
 
 def _trust(spec: ModelSpec, timed: bool) -> dict[str, Trust]:
     given = spec.coarse is not None
-    counted = exact("given totals (coarse form)" if given else "counted from the tensors")
-    found = {"parameters": counted, "state": exact("bytes per token, as each layer kind "
-                                                  "keeps them"),
-             "shapes": counted, "communication": exact("payloads per layer and token")}
+    tensors = counted(spec, "given totals (coarse form)" if given else "counted from the "
+                      "tensors")
+    found = {"parameters": tensors,
+             "state": counted(spec, "bytes per token, as each layer kind keeps them"),
+             "shapes": tensors, "communication": counted(spec, "payloads per layer and token")}
     if timed:
         found["timing"] = trust_roofline("peak FLOP/s and bandwidth at fixed fractions")
     return found

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
 from llm_inventory.engine.kinds.base import NonNegativeInt, PositiveInt, StateLayer
+from llm_inventory.engine.kinds.uniform import STATE_BASIS
 from llm_inventory.engine.parallel import pp_ranges
+from llm_inventory.engine.trust import Trust, exact
 from llm_inventory.errors import InputError
 from llm_inventory.units import normalize_dtype
 
@@ -102,6 +104,7 @@ class StateResult(BaseModel):
     # then says what is estimated (and what a checkpoint's headers keep exact).
     exact: bool = True
     estimated: str | None = None
+    trust: dict[str, Trust] = Field(default_factory=lambda: {"state": exact(STATE_BASIS)})
 
 
 def tokens_held(layer: StateLayer, tokens: int, block_size: int | None) -> int:

@@ -5,21 +5,26 @@
   maximum concurrency);
 - `calibrated estimate`: fitted on measurements, with the error band it showed there (the
   runtime reserve, the time model);
-- `roofline`: physics only (peak FLOP/s and bandwidth at fixed fractions).
+- `roofline`: physics only (peak FLOP/s and bandwidth at fixed fractions);
+- `estimate`: read from the standard config keys of an architecture no importer models
+  (the generic estimate): a figure that would be `exact` for a modelled architecture.
 JSON carries them per field group (`trust`); tables show a legend and a mark per column.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-TrustKind = Literal["exact", "engine rule", "calibrated estimate", "roofline"]
+if TYPE_CHECKING:
+    from llm_inventory.spec.model import ModelSpec
+
+TrustKind = Literal["exact", "engine rule", "calibrated estimate", "roofline", "estimate"]
 
 #: The mark a table column carries for each kind.
 MARKS: dict[str, str] = {"exact": "", "engine rule": "°", "calibrated estimate": "~",
-                         "roofline": "^"}
+                         "roofline": "^", "estimate": "≈"}
 
 
 class Trust(BaseModel):
@@ -39,6 +44,13 @@ class Trust(BaseModel):
 
 def exact(basis: str = "") -> Trust:
     return Trust(kind="exact", basis=basis)
+
+
+def counted(spec: ModelSpec, basis: str) -> Trust:
+    """`exact` for a modelled architecture; `estimate` for the generic reading of one."""
+    if spec.exact:
+        return exact(basis)
+    return Trust(kind="estimate", basis=spec.estimated or "architecture not modelled")
 
 
 def engine_rule(basis: str = "") -> Trust:

@@ -86,6 +86,25 @@ def test_an_unknown_architecture_is_labelled_and_warned_once(invoke: Invoke, unk
     assert all(r["exact"] for r in results[1:])  # compare: the preset beside it is exact
 
 
+@pytest.mark.parametrize("index", range(3))
+def test_an_estimate_is_never_labelled_exact(invoke: Invoke, unknown: Path, index: int) -> None:
+    """Every trust group a generic estimate feeds says `estimate`, with the reason."""
+    data = invoke(*_commands(str(unknown))[index], "-f", "json").json()
+    derived = {"kv": ["state"], "inventory": ["parameters", "state", "shapes",
+                                              "communication"],
+               "placement": ["weights", "state"]}[_commands("m")[index][0]]
+    for group in derived:
+        assert data["trust"][group]["kind"] == "estimate", group
+        assert NEEDLE in data["trust"][group]["basis"]
+    assert "exact" not in {t["kind"] for t in data["trust"].values()}
+
+
+def test_an_exact_model_keeps_exact_trust(invoke: Invoke) -> None:
+    data = invoke("kv", "--model", "llama-3.1-8b", "--tokens", "1000", "-f", "json").json()
+    assert data["trust"] == {"state": {"kind": "exact", "band": None, "basis":
+                                       "bytes per token, as each layer kind keeps them"}}
+
+
 @pytest.mark.parametrize("where", ["root", "after"])
 def test_strict_refuses_the_estimate(invoke: Invoke, unknown: Path, where: str) -> None:
     for command in _commands(str(unknown)):
@@ -129,6 +148,9 @@ def test_headers_keep_the_weights_exact(invoke: Invoke, tmp_path: Path) -> None:
     assert data["exact"] is False
     assert data["weight_bytes"] == stored
     assert data["weight_bytes_source"] == "checkpoint headers"
+    weights = invoke("placement", str(tmp_path), "--device", "h100-sxm", "--count", "1",
+                     "-f", "json").json()["trust"]["weights"]
+    assert weights["kind"] == "exact" and "checkpoint" in weights["basis"]
     assert f"its weights are exact: {stored:,} B read from the checkpoint's safetensors " \
         "headers" in data["estimated"]
     table = invoke("inventory", str(tmp_path))

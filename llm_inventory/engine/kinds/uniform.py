@@ -21,6 +21,9 @@ from typing import Any
 from llm_inventory.engine.parallel import kv_replication, kv_tp_problem, pp_ranges
 from llm_inventory.units import DTYPE_BITS, bytes_for
 
+#: How `inventory kv`'s figures were obtained (`engine/trust.py`): counted, per kind.
+STATE_BASIS = "bytes per token, as each layer kind keeps them"
+
 # What a cache manager may free, and when: each kind's `release`.
 RELEASE = {
     "full": "held until the sequence ends: every entry stays load-bearing",
@@ -139,4 +142,5 @@ def uniform_state(
         "device_sum_bytes": sum(d["bytes"] for d in devices) * tp,
         "exact": True,
         "estimated": None,
+        "trust": {"state": {"kind": "exact", "band": None, "basis": STATE_BASIS}},
     }

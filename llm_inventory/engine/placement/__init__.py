@@ -37,7 +37,7 @@ from llm_inventory.engine.placement.report import (
     smallest,
     widths,
 )
-from llm_inventory.engine.trust import Trust, calibrated, engine_rule, exact
+from llm_inventory.engine.trust import Trust, calibrated, counted, engine_rule, exact
 from llm_inventory.engine.trust import roofline as roofline_trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
@@ -170,8 +170,13 @@ def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
     cal = request.calibration or default_calibration()
     label = facts.engine.label
     return {
-        "weights": exact("counted from the model's tensors, with the engine's padding"),
-        "state": exact("bytes per token and per sequence, as each layer kind keeps them"),
+        # A checkpoint's headers keep the weights exact even for an estimated architecture.
+        "weights": (exact("read from the checkpoint's tensors, with the engine's padding")
+                    if facts.layout.from_checkpoint else
+                    counted(facts.spec, "counted from the model's tensors, with the engine's "
+                            "padding")),
+        "state": counted(facts.spec, "bytes per token and per sequence, as each layer kind "
+                         "keeps them"),
         "kv_pool": engine_rule(f"{label}'s budget, blocks and maximum concurrency"),
         "reserve": calibrated(facts.engine.reserve_band, "activation peak and non-torch "
                               "memory, fitted on "
