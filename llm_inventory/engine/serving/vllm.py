@@ -10,7 +10,9 @@ Rules, each from vLLM's source:
   and 256; block size 16; gpu_memory_utilization 0.92.
 - The pool is paged as `engine/serving/paged.py` describes (`KVCacheManager`,
   vllm/v1/core/kv_cache_utils.py); every worker profiles its own memory and the engine
-  keeps the smallest block count (`get_kv_cache_configs`).
+  keeps the smallest block count (`get_kv_cache_configs`). `--enable-prefix-caching`
+  (engine flag `enable_prefix_caching`) changes what a hybrid model's state groups need
+  per request (mode "align"); it is off unless asked for hybrid models in 0.19.
 - Weights: vocabulary tables padded to a multiple of 64 rows (`pad_vocab_size`,
   vllm/model_executor/layers/vocab_parallel_embedding.py); MLA backends keep the kv_b
   up-projection split per head (W_UK, W_UV) in the activation dtype beside the weight
@@ -29,6 +31,7 @@ from typing import ClassVar
 
 from llm_inventory.engine.serving.base import (
     EngineSettings,
+    FlagValue,
     KvCapacity,
     KvLayer,
     LaunchCommand,
@@ -41,11 +44,24 @@ from llm_inventory.engine.serving.base import (
 from llm_inventory.engine.serving.paged import pool_layout
 from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_reserve
+from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import dtype_bits
 
 GIB = 2**30
+
+
+def bool_flag(flags: dict[str, FlagValue], name: str) -> bool:
+    """An on/off engine flag (absent: off); InputError for anything but true or false."""
+    value = flags.get(name, False)
+    if isinstance(value, str):
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise InputError("engine_flags", f"{name} must be true or false, got {value!r}")
+        return value.lower() in ("true", "1")
+    if not isinstance(value, bool):
+        raise InputError("engine_flags", f"{name} must be true or false, got {value!r}")
+    return value
 
 
 class VllmV1(ServingEngine):
@@ -67,6 +83,10 @@ class VllmV1(ServingEngine):
          "until its page holds a state page, the state page padded to it, one page per "
          "request", "vllm/model_executor/models/config.py HybridAttentionMambaModelConfig; "
          "vllm/v1/kv_cache_interface.py MambaSpec"),
+        ("prefix caching asked for beside Mamba / linear-attention state: mode \"align\", "
+         "two state pages per request, the state's block the attention block",
+         "vllm/config/cache.py CacheConfig.mamba_cache_mode; vllm/v1/kv_cache_interface.py "
+         "MambaSpec.max_memory_usage_bytes"),
         ("smallest block count over workers", "vllm/v1/core/kv_cache_utils.py "
          "get_kv_cache_configs"),
         ("vocabulary padded to 64 rows", "vllm/model_executor/layers/vocab_parallel_embedding.py "
@@ -89,12 +109,15 @@ class VllmV1(ServingEngine):
     def __init__(self, reserve: ReserveModel | None = None) -> None:
         self.reserve_model = reserve or ReserveModel()
 
-    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
-        if asked.flags:
-            from llm_inventory.errors import InputError
+    engine_flags: ClassVar[tuple[str, ...]] = ("enable_prefix_caching",)
 
-            raise InputError("engine_flags", f"{self.label} takes no engine flags here; got "
-                             + ", ".join(sorted(asked.flags)))
+    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
+        unknown = sorted(set(asked.flags) - set(self.engine_flags))
+        if unknown:
+            raise InputError("engine_flags", f"{self.label} takes "
+                             + ", ".join(f"{name} (true/false)" for name in self.engine_flags)
+                             + " as engine flags; got " + ", ".join(unknown))
+        flags = {name: bool_flag(asked.flags, name) for name in self.engine_flags}
         large = device.memory_bytes >= 70 * GIB and "a100" not in device.id
         return EngineSettings(
             max_model_len=asked.context,
@@ -103,6 +126,7 @@ class VllmV1(ServingEngine):
             block_size=asked.block_size or 16,
             memory_fraction=0.92 if asked.memory_fraction is None else asked.memory_fraction,
             kv_dtype=asked.kv_dtype,
+            flags=flags,
             dtype=asked.dtype,
         )
 
@@ -181,7 +205,8 @@ class VllmV1(ServingEngine):
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
         return pool_layout(layers, block_size=settings.block_size,
                            max_model_len=settings.max_model_len,
-                           max_num_batched_tokens=settings.max_num_batched_tokens)
+                           max_num_batched_tokens=settings.max_num_batched_tokens,
+                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")))
 
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:

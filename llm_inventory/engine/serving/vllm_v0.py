@@ -184,6 +184,8 @@ class VllmV0(VllmV1):
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         flags = dict(asked.flags)
+        # Prefix caching leaves V0's blocks as they are (its Mamba state is kept outside them).
+        flags.pop("enable_prefix_caching", None)
         unknown = sorted(set(flags) - {"swap_space"})
         if unknown:
             raise InputError("engine_flags", f"{self.label} takes swap_space (GiB) as an "
