@@ -7,7 +7,9 @@ Rules, each from vLLM's source:
   captured afterwards and not subtracted (newer releases do: see the 0.21 module).
 - Defaults (`EngineArgs._set_default_args`, vllm/engine/arg_utils.py): on GPUs of 70 GiB
   or more (A100s excepted) max_num_batched_tokens 8192 and max_num_seqs 1024, else 2048
-  and 256; block size 16; gpu_memory_utilization 0.92.
+  and 256; block size 16; gpu_memory_utilization 0.90 (`CacheConfig`, vllm/config/cache.py;
+  a 0.19.0 start-up left at the default logs "Requested memory … 0.900000 (util)"; 0.21
+  raised it to 0.92).
 - The pool is paged as `engine/serving/paged.py` describes (`KVCacheManager`,
   vllm/v1/core/kv_cache_utils.py); every worker profiles its own memory and the engine
   keeps the smallest block count (`get_kv_cache_configs`). `--enable-prefix-caching`
@@ -75,8 +77,9 @@ class VllmV1(ServingEngine):
         ("budget: total × gpu_memory_utilization − weights − non-torch − activation peak",
          "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory"),
         ("defaults: 8192 batched tokens and 1024 sequences on ≥ 70 GiB GPUs (not A100), else "
-         "2048 and 256; blocks of 16; utilization 0.92",
+         "2048 and 256; blocks of 16",
          "vllm/engine/arg_utils.py EngineArgs._set_default_args"),
+        ("default gpu_memory_utilization 0.90", "vllm/config/cache.py CacheConfig"),
         ("blocks per hybrid group, per-request blocks of sliding and chunked groups",
          "vllm/v1/core/kv_cache_utils.py; vllm/v1/kv_cache_interface.py"),
         ("Mamba / linear-attention state paged with attention: the attention block enlarged "
@@ -110,6 +113,7 @@ class VllmV1(ServingEngine):
         self.reserve_model = reserve or ReserveModel()
 
     engine_flags: ClassVar[tuple[str, ...]] = ("enable_prefix_caching",)
+    default_utilization: ClassVar[float] = 0.90
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         unknown = sorted(set(asked.flags) - set(self.engine_flags))
@@ -124,7 +128,8 @@ class VllmV1(ServingEngine):
             max_num_batched_tokens=asked.max_num_batched_tokens or (8192 if large else 2048),
             max_num_seqs=asked.max_num_seqs or (1024 if large else 256),
             block_size=asked.block_size or 16,
-            memory_fraction=0.92 if asked.memory_fraction is None else asked.memory_fraction,
+            memory_fraction=(self.default_utilization if asked.memory_fraction is None
+                             else asked.memory_fraction),
             kv_dtype=asked.kv_dtype,
             flags=flags,
             dtype=asked.dtype,

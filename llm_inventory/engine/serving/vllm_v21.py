@@ -10,6 +10,8 @@ Rules, each from vLLM's source; the rest is the 0.19 module's (`vllm.py`):
   KV size, each rounded to 4 decimals and the latter capped at 1.
 - The estimate: `vllm_graphs.py` (captured sizes × per-graph memory, from
   `GPUModelRunner.profile_cudagraph_memory`); none with `--enforce-eager`.
+- Default gpu_memory_utilization 0.92 (`CacheConfig`, vllm/config/cache.py; 0.21 start-ups
+  left at the default print "The current --gpu-memory-utilization=0.9200 …").
 - "GPU KV cache size" is ⌊maximum concurrency × max_model_len⌋, no longer blocks ÷ groups ×
   the smallest block (`get_kv_cache_capacity` and `_report_kv_cache_config`,
   vllm/v1/core/kv_cache_utils.py): hybrid models print more tokens than 0.20 for the same
@@ -63,15 +65,18 @@ class VllmV21(VllmV1):
         ("captured sizes 1, 2, 4, 8 … 248, 256 … up to min(2 × max_num_seqs, 512); FULL "
          "graphs up to max_num_seqs", "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes"),
         ("no graphs with --enforce-eager", "vllm/config/compilation.py CompilationConfig"),
+        ("default gpu_memory_utilization 0.92", "vllm/config/cache.py CacheConfig"),
         ("printed KV tokens: ⌊maximum concurrency × max_model_len⌋",
          "vllm/v1/core/kv_cache_utils.py get_kv_cache_capacity, _report_kv_cache_config"),
-    ) + VllmV1.rules[1:]
+    ) + tuple(rule for rule in VllmV1.rules[1:]
+              if not rule[0].startswith("default gpu_memory_utilization"))
 
     def __init__(self, graphs: GraphModel | None = None) -> None:
         super().__init__()
         self.graph_model = graphs or GraphModel()
 
     engine_flags: ClassVar[tuple[str, ...]] = ("enforce_eager", "enable_prefix_caching")
+    default_utilization: ClassVar[float] = 0.92
 
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
         """0.19's pool, its token count printed as ⌊maximum concurrency × max_model_len⌋
