@@ -33,6 +33,7 @@ from typing import ClassVar
 
 from llm_inventory.engine.serving.base import (
     EngineSettings,
+    ExpertPadding,
     FlagValue,
     KvCapacity,
     KvLayer,
@@ -52,6 +53,12 @@ from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import dtype_bits
 
 GIB = 2**30
+EXPERTS_256 = ExpertPadding(intermediate=256, hidden=256)
+
+
+def _mxfp4_moe(spec: ModelSpec) -> bool:
+    q, stack = spec.quantization, spec.decoder
+    return q is not None and q.method == "mxfp4" and stack is not None and bool(stack.moe)
 
 
 def bool_flag(flags: dict[str, FlagValue], name: str) -> bool:
@@ -138,13 +145,10 @@ class VllmV1(ServingEngine):
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_vllm(argv)
 
-    def expert_padding(self, spec: ModelSpec) -> int | None:
+    def expert_padding(self, spec: ModelSpec) -> ExpertPadding | None:
         """MXFP4 MoE kernels (Hopper) pad each rank's expert intermediate and every matmul's
         reduction dimension to a multiple of 256 when they load the weights."""
-        q, stack = spec.quantization, spec.decoder
-        if q is not None and q.method == "mxfp4" and stack is not None and stack.moe:
-            return 256
-        return None
+        return EXPERTS_256 if _mxfp4_moe(spec) else None
 
     def context_limit(self, spec: ModelSpec) -> int | None:
         """The derived max_model_len (`_get_and_verify_max_len`, vllm/config/model.py): the
