@@ -239,3 +239,21 @@ def test_every_record_is_replayed_or_says_why_not() -> None:
     assert not set(CASES) & set(NOT_REPLAYED)
     assert set(WEIGHTS) & set(NOT_REPLAYED) == {"H07"}  # weights checked, KV not
     assert len(records) >= 10
+
+
+def test_sglang_launch_of_h04_agrees_with_placement() -> None:
+    """H04's own command line, its FP8 weights asked for with --quantization fp8."""
+    from llm_inventory.engine.launch import match_program, predict_launch
+
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", "qwen3-235b-a22b",
+            "--tp", "4", "--trust-remote-code", "--mem-fraction-static", "0.93",
+            "--quantization", "fp8"]
+    engine, rest = match_program(argv)
+    engine = engine.at_version("0.4.9")
+    command = engine.parse_launch(rest)
+    assert command.dtype == "fp8" and "--trust-remote-code" in command.ignored
+    result = predict_launch(load_preset("qwen3-235b-a22b"), command, engine,
+                            resolve_device("h100-sxm"))
+    plan = _plan(CASES["H04"][1], resolve_device("h100-sxm"), 4, 0.93, dtype="fp8")
+    assert result.plan.per_device is not None and plan.per_device is not None
+    assert result.plan.per_device.kv_capacity_tokens == plan.per_device.kv_capacity_tokens
