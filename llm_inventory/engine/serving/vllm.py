@@ -56,7 +56,8 @@ GIB = 2**30
 EXPERTS_256 = ExpertPadding(intermediate=256, hidden=256)
 
 
-def _mxfp4_moe(spec: ModelSpec) -> bool:
+def mxfp4_moe(spec: ModelSpec) -> bool:
+    """An MoE model whose checkpoint stores its experts in MXFP4 (gpt-oss)."""
     q, stack = spec.quantization, spec.decoder
     return q is not None and q.method == "mxfp4" and stack is not None and bool(stack.moe)
 
@@ -68,9 +69,11 @@ def bool_flag(flags: dict[str, FlagValue], name: str) -> bool:
         if value.lower() not in ("true", "false", "1", "0"):
             raise InputError("engine_flags", f"{name} must be true or false, got {value!r}")
         return value.lower() in ("true", "1")
-    if not isinstance(value, bool):
-        raise InputError("engine_flags", f"{name} must be true or false, got {value!r}")
-    return value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise InputError("engine_flags", f"{name} must be true or false, got {value!r}")
 
 
 class VllmV1(ServingEngine):
@@ -148,7 +151,7 @@ class VllmV1(ServingEngine):
     def expert_padding(self, spec: ModelSpec) -> ExpertPadding | None:
         """MXFP4 MoE kernels (Hopper) pad each rank's expert intermediate and every matmul's
         reduction dimension to a multiple of 256 when they load the weights."""
-        return EXPERTS_256 if _mxfp4_moe(spec) else None
+        return EXPERTS_256 if mxfp4_moe(spec) else None
 
     def context_limit(self, spec: ModelSpec) -> int | None:
         """The derived max_model_len (`_get_and_verify_max_len`, vllm/config/model.py): the

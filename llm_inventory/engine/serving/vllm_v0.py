@@ -52,7 +52,7 @@ from llm_inventory.engine.serving.base import (
     StartupContext,
     StartupReport,
 )
-from llm_inventory.engine.serving.vllm import VllmV1, _mxfp4_moe
+from llm_inventory.engine.serving.vllm import VllmV1, mxfp4_moe
 from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -258,7 +258,7 @@ class VllmV0(VllmV1):
         intermediate padded to a multiple of 128, the hidden size to 256 as gate_up's
         reduction and down's output (`Mxfp4MoEMethod.create_weights`, MARLIN branch,
         vllm/model_executor/layers/quantization/mxfp4.py)."""
-        return EXPERTS_MARLIN if _mxfp4_moe(spec) else None
+        return EXPERTS_MARLIN if mxfp4_moe(spec) else None
 
     def mla_extra_bytes(self, spec: ModelSpec, kv_b_elements: int, stored_bits: int,
                         act_bits: int) -> int:

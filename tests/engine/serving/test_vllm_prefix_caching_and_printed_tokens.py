@@ -111,3 +111,13 @@ def test_a_flag_that_is_not_true_or_false_is_refused(engine: str) -> None:
                            flags={"enable_prefix_caching": "maybe"})
     with pytest.raises(InputError, match="enable_prefix_caching must be true or false"):
         serving.get(engine).settings(resolve_device("h100-sxm"), asked)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(True, True), ("false", False), (1, True),
+                                                 (0, False)])
+def test_on_off_flags_read_as_the_cli_passes_them(given: object, expected: bool) -> None:
+    """`--engine-arg KEY=1` reaches the engine as the number 1."""
+    asked = LaunchSettings(context=8192, kv_dtype="bf16",
+                           flags={"enable_prefix_caching": given, "enforce_eager": given})
+    settings = serving.get("vllm@0.21").settings(resolve_device("h100-sxm"), asked)
+    assert settings.flags == {"enforce_eager": expected, "enable_prefix_caching": expected}
