@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from llm_inventory.engine.experts import expert_rank_counts
 from llm_inventory.engine.params import count_parameters
-from llm_inventory.engine.serving.base import ServingEngine
+from llm_inventory.engine.serving.base import ExpertPadding, ServingEngine
 from llm_inventory.engine.tensors import model_tensors
 from llm_inventory.engine.weights import copy_bytes, quantized_bits
 from llm_inventory.spec.model import (
@@ -61,21 +61,23 @@ class PaddedExperts:
     hidden: int
     gated: bool
     bias: bool
-    pad: int
+    pad: ExpertPadding
     quant: Quantization
     layers: frozenset[int]
 
     def rank_bytes(self, tp: int, ep: int, start: int, stop: int) -> float:
         """Expert bytes of one rank over layers start … stop − 1: the per-rank intermediate
-        and each matmul's reduction dimension rounded up to the kernels' multiple."""
+        and the hidden size rounded up to the kernels' multiples (`ExpertPadding`)."""
         pad = self.pad
-        inter = -(-(self.intermediate // (1 if ep > 1 else tp)) // pad) * pad
-        hidden_in = -(-self.hidden // pad) * pad
+        inter = -(-(self.intermediate // (1 if ep > 1 else tp)) // pad.intermediate) \
+            * pad.intermediate
+        hidden_in = -(-self.hidden // pad.hidden) * pad.hidden
+        hidden_out = hidden_in if pad.hidden_out else self.hidden
         up = 2 * inter if self.gated else inter
         bits = (quantized_bits((up, hidden_in), 1, self.quant)
-                + quantized_bits((self.hidden, inter), 1, self.quant))
+                + quantized_bits((hidden_out, inter), 1, self.quant))
         if self.bias:
-            bits += (up + self.hidden) * 16
+            bits += (up + hidden_out) * 16
         experts = max(expert_rank_counts(self.experts, ep)) if ep > 1 else self.experts
         layers = sum(1 for layer in self.layers if start <= layer < stop)
         return bits / 8 * experts * layers

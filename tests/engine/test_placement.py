@@ -143,15 +143,21 @@ def test_concurrency_requirement() -> None:
     assert plan.max_concurrency is not None and 50 < plan.max_concurrency < 70
 
 
-def test_hybrid_models_count_groups_like_vllm() -> None:
-    """gemma-2-9b at 8,192: a sliding group saves nothing; concurrency ≈ blocks / 1,025."""
+@pytest.mark.parametrize("engine", ["vllm@0.19", "vllm@0.21"])
+def test_hybrid_models_count_groups_like_vllm(engine: str) -> None:
+    """gemma-2-9b at 8,192: a sliding group saves nothing; concurrency ≈ blocks / 1,025.
+    0.19 prints blocks ÷ groups × 16 tokens, 0.21 ⌊concurrency × max_model_len⌋."""
     request = PlacementRequest(device=resolve_device("h100-sxm"), count=1, tp=1, pp=1,
-                               context=8192, gpu_memory_utilization=0.95, limit=0)
+                               context=8192, gpu_memory_utilization=0.95, limit=0,
+                               engine=engine)
     plan = plan_placement(load_preset("gemma-2-9b"), request).plans[0]
-    assert plan.per_device is not None
+    assert plan.per_device is not None and plan.max_concurrency is not None
     blocks = plan.per_device.kv_blocks
     assert plan.max_concurrency == pytest.approx(blocks / 1025, rel=1e-3)
-    assert plan.per_device.kv_capacity_tokens == blocks // 2 * 16
+    if engine == "vllm@0.19":
+        assert plan.per_device.kv_capacity_tokens == blocks // 2 * 16
+    else:
+        assert plan.per_device.kv_capacity_tokens == int(blocks / 1025 * 8192)
 
 
 def test_large_searches_are_bounded_by_construction() -> None:

@@ -179,10 +179,12 @@ class Kind:
         return (self.name, window)
 
     def request_blocks(
-        self, window: int | None, block_size: int, max_model_len: int, batched: int
+        self, window: int | None, block_size: int, max_model_len: int, batched: int,
+        prefix_caching: bool = False,
     ) -> int:
         """Blocks one request at `max_model_len` needs in one layer group (full attention:
-        ⌈max_model_len ÷ block⌉; vLLM `FullAttentionSpec.max_memory_usage_bytes`)."""
+        ⌈max_model_len ÷ block⌉; vLLM `FullAttentionSpec.max_memory_usage_bytes`, the same
+        with prefix caching on or off)."""
         return -(-max_model_len // block_size)
 
 

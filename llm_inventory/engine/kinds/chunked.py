@@ -29,7 +29,8 @@ class ChunkedAttention(Attention):
         return round_up(min(tokens, layer.window or tokens), block_size)
 
     def request_blocks(
-        self, window: int | None, block_size: int, max_model_len: int, batched: int
+        self, window: int | None, block_size: int, max_model_len: int, batched: int,
+        prefix_caching: bool = False,
     ) -> int:
         if not window:
             return super().request_blocks(window, block_size, max_model_len, batched)

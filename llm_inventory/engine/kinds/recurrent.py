@@ -12,8 +12,9 @@ overwritten every step, whatever the sequence's length.
 - A paged pool (vLLM V1): each such layer is a `MambaSpec` layer holding one page per
   request (`MambaSpec.max_memory_usage_bytes`, vllm/v1/kv_cache_interface.py, with
   mamba_cache_mode "none": vLLM 0.19 leaves prefix caching off for hybrid models unless asked,
-  `EngineArgs._set_default_args`, vllm/engine/arg_utils.py); the page is padded to the
-  attention page (engine/serving/paged.py).
+  `EngineArgs._set_default_args`, vllm/engine/arg_utils.py); with prefix caching asked for,
+  mode "align" holds two pages per request. The page is padded to the attention page
+  (engine/serving/paged.py).
 - Released when the sequence ends, never in part.
 """
 
@@ -54,8 +55,11 @@ class FixedState(Kind):
         return self.conv_bytes(layer, dtype, tp) + state
 
     def request_blocks(
-        self, window: int | None, block_size: int, max_model_len: int, batched: int
+        self, window: int | None, block_size: int, max_model_len: int, batched: int,
+        prefix_caching: bool = False,
     ) -> int:
-        """One page per request (`MambaSpec.max_memory_usage_bytes`, mamba_cache_mode
-        "none", no speculative blocks; vllm/v1/kv_cache_interface.py)."""
-        return 1
+        """Pages one request holds, no speculative blocks (`MambaSpec.max_memory_usage_bytes`,
+        vllm/v1/kv_cache_interface.py): one with mamba_cache_mode "none"; two with prefix
+        caching on, whose default mode is "align" (the running state beside the last
+        block-aligned one it caches; `CacheConfig.mamba_cache_mode`, vllm/config/cache.py)."""
+        return 2 if prefix_caching else 1

@@ -37,7 +37,8 @@ class SlidingWindow(Attention):
         return min(blocks * block_size, round_up(tokens, block_size))
 
     def request_blocks(
-        self, window: int | None, block_size: int, max_model_len: int, batched: int
+        self, window: int | None, block_size: int, max_model_len: int, batched: int,
+        prefix_caching: bool = False,
     ) -> int:
         if not window:
             return super().request_blocks(window, block_size, max_model_len, batched)

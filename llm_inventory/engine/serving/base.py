@@ -28,6 +28,17 @@ if TYPE_CHECKING:
 FlagValue = str | int | float | bool
 
 
+@dataclass(frozen=True)
+class ExpertPadding:
+    """How a MoE kernel pads expert matrices at load time: each rank's intermediate size to
+    a multiple of `intermediate`, the hidden size to a multiple of `hidden` as gate_up's
+    reduction dimension, and as down's output too when `hidden_out`."""
+
+    intermediate: int
+    hidden: int
+    hidden_out: bool = False
+
+
 class LaunchSettings(BaseModel):
     """What a launch asks the engine for; None leaves a setting to the engine's default.
 
@@ -322,8 +333,8 @@ class ServingEngine(ABC):
         up-projection split per head in the activation dtype when `absorbs_mla`."""
         return kv_b_elements * act_bits // 8 if self.absorbs_mla else 0
 
-    def expert_padding(self, spec: ModelSpec) -> int | None:
-        """The multiple expert matrices are padded to at load time, when the engine does."""
+    def expert_padding(self, spec: ModelSpec) -> ExpertPadding | None:
+        """How expert matrices are padded at load time, when the engine does."""
         return None
 
     def runtime_buffer_bytes(self, spec: ModelSpec, dtype: str) -> int:

@@ -11,6 +11,9 @@ Rules (vLLM 0.19's KV cache manager):
   ⌈min(W − 1 + max_num_batched_tokens, max_model_len) ÷ block_size⌉ + 1, a chunked group
   ⌈min(C + max_num_batched_tokens, max_model_len) ÷ block_size⌉; the printed token count is
   blocks ÷ groups × block_size, and maximum concurrency = blocks ÷ Σ blocks per request.
+  From 0.21 the printed token count is ⌊maximum concurrency × max_model_len⌋ instead
+  (`get_kv_cache_capacity` and `_report_kv_cache_config`, vllm/v1/core/kv_cache_utils.py;
+  `tokens_from_concurrency`).
 - Fixed-state layers (Mamba, Gated DeltaNet, KDA, lightning attention, short convolutions:
   kinds with `paged_state`) are pages of the same pool (`MambaSpec`). Beside attention, the
   attention block size is enlarged to a × ⌈state page ÷ (a × attention bytes per token)⌉
@@ -23,8 +26,12 @@ Rules (vLLM 0.19's KV cache manager):
   group needing one block per request (`MambaSpec.max_memory_usage_bytes`); the printed
   tokens divide by every group, state groups included, times the smaller of the attention
   block and the state block (max_model_len) (`_report_kv_cache_config`,
-  vllm/v1/core/kv_cache_utils.py). Without attention (Mamba alone) one block is one state
-  page of every layer, one block per request, of max_model_len tokens.
+  vllm/v1/core/kv_cache_utils.py). With prefix caching asked for beside attention, the
+  state is cached in mode "align": a state group needs two blocks per request and its block
+  is the attention block (`CacheConfig.mamba_cache_mode`, vllm/config/cache.py;
+  `MambaSpec.max_memory_usage_bytes`). Without attention (Mamba alone) one block is one
+  state page of every layer, one block per request, of max_model_len tokens (prefix
+  caching there is not modelled).
 - Layers of one kind whose pages differ (MiMo-V2's sliding layers hold twice the KV heads of
   its full ones) group apart. vLLM unifies the page size (`unify_kv_cache_spec_page_size`,
   vllm/v1/core/kv_cache_utils.py): a smaller page that divides the largest grows its block
@@ -53,8 +60,8 @@ def _group(layer: KvLayer) -> tuple[str, int | None]:
 
 
 def _request_blocks(kind: str, window: int | None, block: int, max_len: int,
-                    batched: int) -> int:
-    return kinds.get(kind).request_blocks(window, block, max_len, batched)
+                    batched: int, prefix_caching: bool = False) -> int:
+    return kinds.get(kind).request_blocks(window, block, max_len, batched, prefix_caching)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +74,9 @@ class BlockPool(PoolLayout):
     per_token: int
     fixed: int  # bytes of fixed per-request state
     block_size: int  # tokens of the printed count's block (the smallest group's)
+    # the printed count: blocks ÷ groups × block_size (False), or ⌊concurrency ×
+    # max_model_len⌋ (True), as newer releases print it
+    tokens_from_concurrency: bool = False
     attention_block: int | None = None  # the attention block size, when enlarged for state
     layer_page: int = 0  # bytes of one layer's page, when fixed state is paged
     state_page: int = 0  # bytes of one layer's fixed state before padding
@@ -74,6 +84,7 @@ class BlockPool(PoolLayout):
     layers: tuple[KvLayer, ...] = ()
     max_model_len: int = 0
     batched: int = 0
+    prefix_caching: bool = False
 
     def measure(self, pool_bytes: int) -> tuple[int, int, float]:
         """(blocks, tokens, maximum concurrency) of a pool of `pool_bytes`."""
@@ -85,6 +96,8 @@ class BlockPool(PoolLayout):
             concurrency = pool / (self.need * self.page + self.fixed)
         else:
             concurrency = blocks / self.need
+        if self.tokens_from_concurrency:
+            return blocks, int(concurrency * self.max_model_len), concurrency
         return blocks, blocks // self.groups * self.block_size, concurrency
 
     def capacity(self, pool_bytes: int) -> KvCapacity:
@@ -93,7 +106,8 @@ class BlockPool(PoolLayout):
         if concurrency < 1 and self.layers and self.keeps_state:
             longest = longest_context(self.layers, pool_bytes, block_size=self.block_size,
                                       max_num_batched_tokens=self.batched,
-                                      upper=self.max_model_len)
+                                      upper=self.max_model_len,
+                                      prefix_caching=self.prefix_caching)
         return KvCapacity(blocks=blocks, tokens=tokens, max_concurrency=concurrency,
                           bytes_per_token=self.per_token, groups=self.groups,
                           request_blocks=self.need, page_bytes=self.page,
@@ -115,7 +129,7 @@ ALIGN_LATENT = 64
 
 def _with_state(
     layers: Sequence[KvLayer], states: Sequence[KvLayer], *, block_size: int,
-    max_model_len: int, max_num_batched_tokens: int,
+    max_model_len: int, max_num_batched_tokens: int, prefix_caching: bool = False,
 ) -> BlockPool:
     """The pool of a device holding paged fixed state (see module rules)."""
     paged = [layer for layer in layers if layer.bytes_per_token]
@@ -125,7 +139,10 @@ def _with_state(
         per_token = max(layer.bytes_per_token for layer in paged)
         align = ALIGN_ATTENTION if all(layer.split_kv for layer in paged) else ALIGN_LATENT
         block = max(block_size, align * _cdiv(state, align * per_token))
-        layer_page, smallest = block * per_token, min(block, max_model_len)
+        # The state's block: max_model_len, or the attention block with prefix caching
+        # ("align" mode; `HybridAttentionMambaModelConfig.verify_and_update_config`).
+        layer_page = block * per_token
+        smallest = block if prefix_caching else min(block, max_model_len)
     else:
         block, layer_page, smallest = max_model_len, state, max_model_len
     counts = Counter((layer.kind, layer.window) for layer in [*paged, *states])
@@ -134,23 +151,27 @@ def _with_state(
     for (kind, window), count in counts.items():
         n = _cdiv(count, g)
         groups += n
-        need += n * _request_blocks(kind, window, block, max_model_len, max_num_batched_tokens)
+        need += n * _request_blocks(kind, window, block, max_model_len, max_num_batched_tokens,
+                                    prefix_caching and bool(paged))
     return BlockPool(page=layer_page * g, groups=groups, need=need,
                      per_token=sum(layer.bytes_per_token for layer in paged), fixed=fixed,
                      block_size=smallest, attention_block=block if paged else None,
                      layer_page=layer_page, state_page=state, layers=tuple(layers),
-                     max_model_len=max_model_len, batched=max_num_batched_tokens)
+                     max_model_len=max_model_len, batched=max_num_batched_tokens,
+                     prefix_caching=prefix_caching and bool(paged))
 
 
 def pool_layout(
     layers: Sequence[KvLayer], *, block_size: int, max_model_len: int,
-    max_num_batched_tokens: int,
+    max_num_batched_tokens: int, prefix_caching: bool = False,
 ) -> BlockPool:
-    """Page size, groups and per-request blocks of a device's layers."""
+    """Page size, groups and per-request blocks of a device's layers; `prefix_caching`
+    counts the state pages a hybrid model keeps with it on (see the module rules)."""
     states = [layer for layer in layers if _pages_state(layer)]
     if states:
         return _with_state(layers, states, block_size=block_size, max_model_len=max_model_len,
-                           max_num_batched_tokens=max_num_batched_tokens)
+                           max_num_batched_tokens=max_num_batched_tokens,
+                           prefix_caching=prefix_caching)
     paged = [layer for layer in layers if layer.bytes_per_token]
     fixed = sum(layer.fixed_bytes for layer in layers)
     per_token = sum(layer.bytes_per_token for layer in paged)
@@ -197,14 +218,15 @@ def kv_capacity(
 
 def longest_context(
     layers: Sequence[KvLayer], pool_bytes: int, *, block_size: int, max_num_batched_tokens: int,
-    upper: int,
+    upper: int, prefix_caching: bool = False,
 ) -> int:
     """The longest max_model_len one request fits into the pool (0 when none does)."""
     lo, hi = 0, upper
     while lo < hi:
         mid = (lo + hi + 1) // 2
         layout = pool_layout(layers, block_size=block_size, max_model_len=mid,
-                             max_num_batched_tokens=max_num_batched_tokens)
+                             max_num_batched_tokens=max_num_batched_tokens,
+                             prefix_caching=prefix_caching)
         if layout.measure(pool_bytes)[2] >= 1:
             lo = mid
         else:

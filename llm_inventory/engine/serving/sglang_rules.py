@@ -26,6 +26,8 @@ Read from SGLang's own source (the released `sglang` wheels, python/sglang/srt/.
   0.4.6) (`TpModelWorker.__init__`, managers/tp_worker.py; `resolve_max_num_reqs`).
 - The default mem_fraction_static is each era's (see `default_fraction`), from the GPU's
   nvidia-smi total in MiB (`get_nvgpu_memory_capacity`) and the TP·PP size.
+- `--quantization fp8` quantizes a 16-bit checkpoint's linear weights to FP8 as they load
+  (`Fp8Config`, layers/quantization/fp8.py); other schemes are the checkpoint's own.
 
 Estimates (not SGLang's rules; labelled and bounded by the tests against real start-ups):
 the free memory at init is the runtime total less a CUDA context and the distributed init;
@@ -288,7 +290,7 @@ _VALUE_OPTIONS: dict[str, str] = {
     "--pp": "=pp", "--pp-size": "=pp", "--pipeline-parallel-size": "=pp",
     "--dp": "=dp", "--dp-size": "=dp", "--data-parallel-size": "=dp",
     "--ep": "=ep", "--ep-size": "=ep", "--expert-parallel-size": "=ep",
-    "--dtype": "=dtype", "--kv-cache-dtype": "=kv_dtype",
+    "--dtype": "=dtype", "--kv-cache-dtype": "=kv_dtype", "--quantization": "=quantization",
     "--mem-fraction-static": "mem_fraction_static", "--context-length": "context_length",
     "--chunked-prefill-size": "chunked_prefill_size",
     "--max-running-requests": "max_running_requests", "--page-size": "page_size",
@@ -368,6 +370,15 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
                 fields[name] = _KV_DTYPES[value.lower()]
             elif name == "dtype":
                 fields[name] = None if value == "auto" else value
+            elif name == "quantization":
+                if value.lower() != "fp8":
+                    # a checkpoint's own scheme is read from the checkpoint
+                    understood.pop()
+                    ignored.append(f"{option} {value}")
+                    continue
+                # weights quantized to FP8 as they load (`Fp8Config`,
+                # python/sglang/srt/layers/quantization/fp8.py), as vLLM's flag does
+                fields["dtype"] = "fp8"
             else:
                 fields[name] = value
         else:

@@ -7,10 +7,14 @@ Rules, each from vLLM's source:
   captured afterwards and not subtracted (newer releases do: see the 0.21 module).
 - Defaults (`EngineArgs._set_default_args`, vllm/engine/arg_utils.py): on GPUs of 70 GiB
   or more (A100s excepted) max_num_batched_tokens 8192 and max_num_seqs 1024, else 2048
-  and 256; block size 16; gpu_memory_utilization 0.92.
+  and 256; block size 16; gpu_memory_utilization 0.90 (`CacheConfig`, vllm/config/cache.py;
+  a 0.19.0 start-up left at the default logs "Requested memory … 0.900000 (util)"; 0.21
+  raised it to 0.92).
 - The pool is paged as `engine/serving/paged.py` describes (`KVCacheManager`,
   vllm/v1/core/kv_cache_utils.py); every worker profiles its own memory and the engine
-  keeps the smallest block count (`get_kv_cache_configs`).
+  keeps the smallest block count (`get_kv_cache_configs`). `--enable-prefix-caching`
+  (engine flag `enable_prefix_caching`) changes what a hybrid model's state groups need
+  per request (mode "align"); it is off unless asked for hybrid models in 0.19.
 - Weights: vocabulary tables padded to a multiple of 64 rows (`pad_vocab_size`,
   vllm/model_executor/layers/vocab_parallel_embedding.py); MLA backends keep the kv_b
   up-projection split per head (W_UK, W_UV) in the activation dtype beside the weight
@@ -29,6 +33,8 @@ from typing import ClassVar
 
 from llm_inventory.engine.serving.base import (
     EngineSettings,
+    ExpertPadding,
+    FlagValue,
     KvCapacity,
     KvLayer,
     LaunchCommand,
@@ -41,11 +47,33 @@ from llm_inventory.engine.serving.base import (
 from llm_inventory.engine.serving.paged import pool_layout
 from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_reserve
+from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import dtype_bits
 
 GIB = 2**30
+EXPERTS_256 = ExpertPadding(intermediate=256, hidden=256)
+
+
+def mxfp4_moe(spec: ModelSpec) -> bool:
+    """An MoE model whose checkpoint stores its experts in MXFP4 (gpt-oss)."""
+    q, stack = spec.quantization, spec.decoder
+    return q is not None and q.method == "mxfp4" and stack is not None and bool(stack.moe)
+
+
+def bool_flag(flags: dict[str, FlagValue], name: str) -> bool:
+    """An on/off engine flag (absent: off); InputError for anything but true or false."""
+    value = flags.get(name, False)
+    if isinstance(value, str):
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise InputError("engine_flags", f"{name} must be true or false, got {value!r}")
+        return value.lower() in ("true", "1")
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise InputError("engine_flags", f"{name} must be true or false, got {value!r}")
 
 
 class VllmV1(ServingEngine):
@@ -59,14 +87,19 @@ class VllmV1(ServingEngine):
         ("budget: total × gpu_memory_utilization − weights − non-torch − activation peak",
          "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory"),
         ("defaults: 8192 batched tokens and 1024 sequences on ≥ 70 GiB GPUs (not A100), else "
-         "2048 and 256; blocks of 16; utilization 0.92",
+         "2048 and 256; blocks of 16",
          "vllm/engine/arg_utils.py EngineArgs._set_default_args"),
+        ("default gpu_memory_utilization 0.90", "vllm/config/cache.py CacheConfig"),
         ("blocks per hybrid group, per-request blocks of sliding and chunked groups",
          "vllm/v1/core/kv_cache_utils.py; vllm/v1/kv_cache_interface.py"),
         ("Mamba / linear-attention state paged with attention: the attention block enlarged "
          "until its page holds a state page, the state page padded to it, one page per "
          "request", "vllm/model_executor/models/config.py HybridAttentionMambaModelConfig; "
          "vllm/v1/kv_cache_interface.py MambaSpec"),
+        ("prefix caching asked for beside Mamba / linear-attention state: mode \"align\", "
+         "two state pages per request, the state's block the attention block",
+         "vllm/config/cache.py CacheConfig.mamba_cache_mode; vllm/v1/kv_cache_interface.py "
+         "MambaSpec.max_memory_usage_bytes"),
         ("smallest block count over workers", "vllm/v1/core/kv_cache_utils.py "
          "get_kv_cache_configs"),
         ("vocabulary padded to 64 rows", "vllm/model_executor/layers/vocab_parallel_embedding.py "
@@ -89,33 +122,36 @@ class VllmV1(ServingEngine):
     def __init__(self, reserve: ReserveModel | None = None) -> None:
         self.reserve_model = reserve or ReserveModel()
 
-    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
-        if asked.flags:
-            from llm_inventory.errors import InputError
+    engine_flags: ClassVar[tuple[str, ...]] = ("enable_prefix_caching",)
+    default_utilization: ClassVar[float] = 0.90
 
-            raise InputError("engine_flags", f"{self.label} takes no engine flags here; got "
-                             + ", ".join(sorted(asked.flags)))
+    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
+        unknown = sorted(set(asked.flags) - set(self.engine_flags))
+        if unknown:
+            raise InputError("engine_flags", f"{self.label} takes "
+                             + ", ".join(f"{name} (true/false)" for name in self.engine_flags)
+                             + " as engine flags; got " + ", ".join(unknown))
+        flags = {name: bool_flag(asked.flags, name) for name in self.engine_flags}
         large = device.memory_bytes >= 70 * GIB and "a100" not in device.id
         return EngineSettings(
             max_model_len=asked.context,
             max_num_batched_tokens=asked.max_num_batched_tokens or (8192 if large else 2048),
             max_num_seqs=asked.max_num_seqs or (1024 if large else 256),
             block_size=asked.block_size or 16,
-            memory_fraction=0.92 if asked.memory_fraction is None else asked.memory_fraction,
+            memory_fraction=(self.default_utilization if asked.memory_fraction is None
+                             else asked.memory_fraction),
             kv_dtype=asked.kv_dtype,
+            flags=flags,
             dtype=asked.dtype,
         )
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_vllm(argv)
 
-    def expert_padding(self, spec: ModelSpec) -> int | None:
+    def expert_padding(self, spec: ModelSpec) -> ExpertPadding | None:
         """MXFP4 MoE kernels (Hopper) pad each rank's expert intermediate and every matmul's
         reduction dimension to a multiple of 256 when they load the weights."""
-        q, stack = spec.quantization, spec.decoder
-        if q is not None and q.method == "mxfp4" and stack is not None and stack.moe:
-            return 256
-        return None
+        return EXPERTS_256 if mxfp4_moe(spec) else None
 
     def context_limit(self, spec: ModelSpec) -> int | None:
         """The derived max_model_len (`_get_and_verify_max_len`, vllm/config/model.py): the
@@ -181,7 +217,8 @@ class VllmV1(ServingEngine):
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
         return pool_layout(layers, block_size=settings.block_size,
                            max_model_len=settings.max_model_len,
-                           max_num_batched_tokens=settings.max_num_batched_tokens)
+                           max_num_batched_tokens=settings.max_num_batched_tokens,
+                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")))
 
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:

@@ -12,6 +12,8 @@ Rules, from vLLM's source:
   byte; `--dtype auto` (and `--kv-cache-dtype auto`) keep the model's.
 - `--enable-expert-parallel` spreads the experts over the TP × DP ranks
   (vllm/model_executor/layers/fused_moe/config.py `FusedMoEParallelConfig.make`).
+- `--enable-prefix-caching` / `--no-enable-prefix-caching` set the engine flag
+  `enable_prefix_caching` (a hybrid model's state pages per request; engine/serving/paged.py).
 Flags that do not change the memory figures (`--host`, `--port`, `--served-model-name` …) are
 listed as ignored, never refused.
 """
@@ -38,8 +40,10 @@ _SWITCHES = {"--enable-expert-parallel", "--enforce-eager", "--trust-remote-code
              "--disable-custom-all-reduce", "--async-scheduling", "--headless",
              "--enable-reasoning", "--enable-lora", "--disable-frontend-multiprocessing",
              "--no-enable-log-requests", "--enable-log-requests", "--enable-sleep-mode"}
-# Switches the accounting reads, by the engine-flag name they set.
-_READ_SWITCHES = {"--enforce-eager": "enforce_eager"}
+# Switches the accounting reads: the engine-flag name each sets, and to what.
+_READ_SWITCHES = {"--enforce-eager": ("enforce_eager", True),
+                  "--enable-prefix-caching": ("enable_prefix_caching", True),
+                  "--no-enable-prefix-caching": ("enable_prefix_caching", False)}
 _DTYPES = {"auto": None, "half": "fp16", "float16": "fp16", "bfloat16": "bf16",
            "float": "fp32", "float32": "fp32"}
 
@@ -159,7 +163,8 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
             except ValueError as exc:
                 raise InputError(name, f"expected GiB, got {value!r}") from exc
         elif name in _READ_SWITCHES:
-            flags[_READ_SWITCHES[name]] = True
+            flag, on = _READ_SWITCHES[name]
+            flags[flag] = on
         else:
             ignored.append(name if value is None else f"{name} {value}")
             continue

@@ -14,6 +14,9 @@ Rules, each from vLLM's V0 source:
   576-element bf16 latent costs 1,280 B per layer instead of 1,152. Every attention layer
   pays per token (no hybrid groups); non-attention state (Mamba) is not in the block.
 - CPU blocks: ⌊swap_space ÷ cache_block_size⌋, swap_space 4 GiB by default.
+- MXFP4 experts (gpt-oss, from 0.10.1) load through Marlin on Hopper, which pads each
+  rank's intermediate to 128 and the hidden size to 256 (`Mxfp4MoEMethod.create_weights`,
+  vllm/model_executor/layers/quantization/mxfp4.py).
 - Defaults (vllm/engine/arg_utils.py `EngineArgs`; vllm/config.py `SchedulerConfig`):
   gpu_memory_utilization 0.90, block size 16, max_num_seqs 256; chunked prefill turned on for
   max_model_len above 32K, then max_num_batched_tokens 2048, else max(max_model_len, 2048).
@@ -37,6 +40,7 @@ from typing import ClassVar
 from llm_inventory.engine import kinds
 from llm_inventory.engine.serving.base import (
     EngineSettings,
+    ExpertPadding,
     KvCapacity,
     KvLayer,
     LaunchCommand,
@@ -48,7 +52,7 @@ from llm_inventory.engine.serving.base import (
     StartupContext,
     StartupReport,
 )
-from llm_inventory.engine.serving.vllm import VllmV1
+from llm_inventory.engine.serving.vllm import VllmV1, mxfp4_moe
 from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -57,6 +61,7 @@ from llm_inventory.units import dtype_bits
 
 GIB = 2**30
 LONG_CONTEXT = 32 * 1024  # V0 turns chunked prefill on above this max_model_len
+EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
 SWAP_SPACE_GIB = 4.0
 
 
@@ -145,6 +150,9 @@ class VllmV0(VllmV1):
          "vllm/engine/arg_utils.py EngineArgs"),
         ("max_num_batched_tokens: 2048 with chunked prefill (on above 32K tokens), else "
          "max(max_model_len, 2048)", "vllm/config.py SchedulerConfig.__post_init__"),
+        ("MXFP4 experts through Marlin: intermediate padded to 128, hidden size to 256 "
+         "(gate_up's reduction and down's output)",
+         "vllm/model_executor/layers/quantization/mxfp4.py Mxfp4MoEMethod.create_weights"),
         ("CPU blocks = ⌊swap_space ÷ cache_block_size⌋",
          "vllm/worker/worker.py Worker.determine_num_available_blocks"),
         ("maximum concurrency = blocks × block_size ÷ max_model_len",
@@ -184,6 +192,8 @@ class VllmV0(VllmV1):
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         flags = dict(asked.flags)
+        # Prefix caching leaves V0's blocks as they are (its Mamba state is kept outside them).
+        flags.pop("enable_prefix_caching", None)
         unknown = sorted(set(flags) - {"swap_space"})
         if unknown:
             raise InputError("engine_flags", f"{self.label} takes swap_space (GiB) as an "
@@ -241,6 +251,14 @@ class VllmV0(VllmV1):
     def _absorbs_matrices(self) -> bool:
         parts = tuple(int(p) for p in self.version.split(".") if p.isdigit())
         return (0, 7, 1) <= parts < (0, 8)
+
+    def expert_padding(self, spec: ModelSpec) -> ExpertPadding | None:
+        """MXFP4 experts through Marlin, the backend of these releases on Hopper (their
+        torch predates 2.8, which the Triton backend needs; `get_mxfp4_backend`): each rank's
+        intermediate padded to a multiple of 128, the hidden size to 256 as gate_up's
+        reduction and down's output (`Mxfp4MoEMethod.create_weights`, MARLIN branch,
+        vllm/model_executor/layers/quantization/mxfp4.py)."""
+        return EXPERTS_MARLIN if mxfp4_moe(spec) else None
 
     def mla_extra_bytes(self, spec: ModelSpec, kv_b_elements: int, stored_bits: int,
                         act_bits: int) -> int:

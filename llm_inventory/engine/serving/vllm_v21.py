@@ -10,25 +10,34 @@ Rules, each from vLLM's source; the rest is the 0.19 module's (`vllm.py`):
   KV size, each rounded to 4 decimals and the latter capped at 1.
 - The estimate: `vllm_graphs.py` (captured sizes × per-graph memory, from
   `GPUModelRunner.profile_cudagraph_memory`); none with `--enforce-eager`.
+- Default gpu_memory_utilization 0.92 (`CacheConfig`, vllm/config/cache.py; 0.21 start-ups
+  left at the default print "The current --gpu-memory-utilization=0.9200 …").
+- "GPU KV cache size" is ⌊maximum concurrency × max_model_len⌋, no longer blocks ÷ groups ×
+  the smallest block (`get_kv_cache_capacity` and `_report_kv_cache_config`,
+  vllm/v1/core/kv_cache_utils.py): hybrid models print more tokens than 0.20 for the same
+  pool (a public 0.20 → 0.21 report shows ~10× for Gemma 4 at an unchanged KV memory; a
+  public 0.24.0 start-up prints 567,978 = ⌊299 ÷ 69 × 131,072⌋).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     KvCapacity,
-    LaunchSettings,
+    KvLayer,
+    PoolLayout,
     ReserveEstimate,
     StageShape,
     StartupContext,
     StartupReport,
 )
+from llm_inventory.engine.serving.paged import BlockPool
 from llm_inventory.engine.serving.vllm import VllmV1
 from llm_inventory.engine.serving.vllm_graphs import GraphModel, estimate_graphs
-from llm_inventory.errors import InputError
-from llm_inventory.spec.devices import Device
 
 GIB = 2**30
 
@@ -56,25 +65,28 @@ class VllmV21(VllmV1):
         ("captured sizes 1, 2, 4, 8 … 248, 256 … up to min(2 × max_num_seqs, 512); FULL "
          "graphs up to max_num_seqs", "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes"),
         ("no graphs with --enforce-eager", "vllm/config/compilation.py CompilationConfig"),
-    ) + VllmV1.rules[1:]
+        ("default gpu_memory_utilization 0.92", "vllm/config/cache.py CacheConfig"),
+        ("printed KV tokens: ⌊maximum concurrency × max_model_len⌋",
+         "vllm/v1/core/kv_cache_utils.py get_kv_cache_capacity, _report_kv_cache_config"),
+    ) + tuple(rule for rule in VllmV1.rules[1:]
+              if not rule[0].startswith("default gpu_memory_utilization"))
 
     def __init__(self, graphs: GraphModel | None = None) -> None:
         super().__init__()
         self.graph_model = graphs or GraphModel()
 
-    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
-        unknown = sorted(set(asked.flags) - {"enforce_eager"})
-        if unknown:
-            raise InputError("engine_flags", f"{self.label} takes enforce_eager (true/false) "
-                             "as an engine flag; got " + ", ".join(unknown))
-        eager = asked.flags.get("enforce_eager", False)
-        if isinstance(eager, str):
-            if eager.lower() not in ("true", "false", "1", "0"):
-                raise InputError("engine_flags", f"enforce_eager must be true or false, got "
-                                 f"{eager!r}")
-            eager = eager.lower() in ("true", "1")
-        base = super().settings(device, asked.model_copy(update={"flags": {}}))
-        return base.model_copy(update={"flags": {"enforce_eager": bool(eager)}})
+    engine_flags: ClassVar[tuple[str, ...]] = ("enforce_eager", "enable_prefix_caching")
+    default_utilization: ClassVar[float] = 0.92
+
+    def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
+        """0.19's pool, its token count printed as ⌊maximum concurrency × max_model_len⌋
+        (`get_kv_cache_capacity`, called by `_report_kv_cache_config`,
+        vllm/v1/core/kv_cache_utils.py): for a model of one attention kind the same as
+        blocks × block size at a max_model_len that is a multiple of the block."""
+        layout = super().pool_layout(layers, settings)
+        if isinstance(layout, BlockPool):
+            return replace(layout, tokens_from_concurrency=True)
+        return layout
 
     def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
         """0.19's reserve plus the CUDA-graph estimate (both estimates)."""

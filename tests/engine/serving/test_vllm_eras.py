@@ -216,8 +216,9 @@ def test_most_runs_replay_on_021() -> None:
 
 def test_enforce_eager_drops_the_graph_reserve() -> None:
     spec = load_preset("llama-3.1-8b")
+    # one utilization for both eras (their defaults differ: 0.92 from 0.21, 0.90 before)
     request = PlacementRequest(device=resolve_device("h100"), count=1, limit=1,
-                               engine="vllm@0.21")
+                               engine="vllm@0.21", gpu_memory_utilization=0.92)
     graphs = plan_placement(spec, request).plans[0]
     eager = plan_placement(spec, request.model_copy(
         update={"engine_flags": {"enforce_eager": True}})).plans[0]
