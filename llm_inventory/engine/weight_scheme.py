@@ -19,7 +19,7 @@ class WeightScheme(BaseModel):
     """How the weights are stored, for labels and for scripts."""
 
     label: str  # "fp8, 128×128 block scales; embeddings, norms and lm_head bf16"
-    short: str  # "fp8 block" — for narrow columns
+    short: str  # "fp8 (block-scaled)", "mxfp4 experts" — for narrow columns
     unquantized_dtype: str  # the dtype of every tensor the scheme leaves alone
     method: str | None  # the quantization method, None when unquantized
     bits: float | None
@@ -54,7 +54,9 @@ def describe_weights(spec: ModelSpec, dtype: str | None = None) -> WeightScheme:
     runtime = q.method.startswith("runtime-")
     method = q.method.removeprefix("runtime-")
     bits = f"{q.bits:g}-bit"
-    detail = [f"{method}" + ("" if method.endswith(bits.split("-")[0]) else f" {bits}"),
+    # "fp8 (block-scaled)" and "int4" already say their bits; "compressed-tensors" does not
+    named = any(word.strip("(),").endswith(bits.split("-")[0]) for word in method.split())
+    detail = [f"{method}" + ("" if named else f" {bits}"),
               _scales(q)]
     if q.zero_point:
         detail.append("zero points")
@@ -66,7 +68,7 @@ def describe_weights(spec: ModelSpec, dtype: str | None = None) -> WeightScheme:
         kept += " (and the modules the checkpoint lists as unquantized)"
     scope = "experts " if q.experts_only else ""
     label = f"{scope}{', '.join(detail)}; {kept} {base}"
-    short = method + (" experts" if q.experts_only else " block" if q.block else "")
+    short = (method if named else f"{method} {bits}") + (" experts" if q.experts_only else "")
     return WeightScheme(label=label, short=short, unquantized_dtype=base, method=method,
                         bits=q.bits, group_size=q.group_size, block=q.block,
                         per_channel=q.per_channel, scale_bits=q.scale_bits,

@@ -35,7 +35,7 @@ def _heading(text: str) -> Text:
 
 def _parameters(inv: Inventory, units: UnitSystem) -> list[Part]:
     p = inv.parameters
-    label = inv.weight_dtype + (f", {p.quantization}" if p.quantization else "")
+    label = inv.weights.label
     table = Table()
     for name in ("component", "parameters", "active per token", "bytes"):
         table.add_column(name, justify="left" if name == "component" else "right")
@@ -316,7 +316,7 @@ def compare_table(
         ("parameters (resident)", lambda i: format_count(i.parameters.total)
          + (" given" if i.parameters.given and "total" not in i.parameters.derived else "")),
         ("parameters active per token", lambda i: format_count(i.parameters.active)),
-        ("weight bytes", lambda i: f"{size(i.weight_bytes)} ({i.weight_dtype})"),
+        ("weight bytes", lambda i: f"{size(i.weight_bytes)} ({i.weights.short})"),
         ("KV per token", lambda i: state(i, "bytes_per_token")),
         ("state per sequence", lambda i: state(i, "bytes_per_sequence")),
         ("fixed state per sequence", lambda i: state(i, "fixed_bytes_per_sequence")),
