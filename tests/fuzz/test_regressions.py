@@ -347,3 +347,11 @@ def test_a_device_far_smaller_than_the_weights_is_quick(command: list[str]) -> N
     outcome = run_limited([*command, "--device-memory", "1", "--limit", "3"])
     assert outcome.code == 0
     assert "weights leave no room" in outcome.stdout
+
+
+def test_a_long_prompt_in_tiny_chunks_is_quick() -> None:
+    """A 1G-token prompt prefilled 3 tokens a step: the time estimate once walked every chunk."""
+    outcome = run_limited(["placement", "llama-3.1-8b", "--device", "l4",
+                           "--max-num-batched-tokens", "3", "--prompt-tokens", "1G",
+                           "--max-model-len", "1G", "--limit", "2"])
+    assert outcome.code == 0
