@@ -44,8 +44,10 @@ def _parameters(inv: Inventory, units: UnitSystem) -> list[Part]:
                       format_count(row.active), format_bytes(row.weight_bytes, units))
     total_given = p.given and "total" not in p.derived
     human = format_bytes(p.weight_bytes, units)
-    table.add_row(Text("total", style="bold"), _count(p.total, total_given), _count(p.active),
-                  f"{p.weight_bytes:,} B ({human})")
+    # The exact figures go on a line of their own: one line held the table past 80 columns.
+    table.add_row(Text("total", style="bold"),
+                  f"{format_count(p.total)}\n({p.total:,})" + (" given" if total_given else ""),
+                  f"{format_count(p.active)}\n({p.active:,})", f"{p.weight_bytes:,} B\n({human})")
     parts: list[Part] = [_heading(f"1. Parameter bytes ({label})"), table]
     if p.experts:
         parts.append(Text(
@@ -198,7 +200,7 @@ def _stages(inv: Inventory, units: UnitSystem) -> list[Part]:
     table = Table()
     for name in ("stage", "parameters", "bytes", "runs", "keeps"):
         table.add_column(name, justify="right" if name in ("parameters", "bytes") else "left",
-                         overflow="fold" if name in ("runs", "keeps") else "ellipsis")
+                         overflow="fold" if name in ("stage", "runs", "keeps") else "ellipsis")
     for s in inv.stages:
         table.add_row(s.name, format_count(s.parameters) if s.parameters else "—",
                       format_bytes(s.weight_bytes, units) if s.weight_bytes else "—",

@@ -195,3 +195,16 @@ def test_a_context_past_the_positions_warns_on_stderr() -> None:
     placement = _run(["placement", "qwen3-8b", "--device", "h100", "--context", "128K"], 120)
     assert "exceeds the model's 40,960 positions" in placement.stderr
     assert "exceeds" not in placement.stdout
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "flux-dev", "bge-large", "mixtral-8x7b",
+                                   "qwen2.5-vl-7b", "whisper-large-v3"])
+def test_the_parameter_and_stage_tables_fit_80_columns(model: str) -> None:
+    """Exact totals on a line of their own and stage names that wrap keep the inventory's
+    first and fifth tables within 80 columns (they were 87 to 121 wide)."""
+    lines = _run(["inventory", model], 80).stdout.splitlines()
+    for first, last in (("1. Parameter bytes", "2. "), ("5. Independently", "splits")):
+        start = next(i for i, line in enumerate(lines) if line.startswith(first))
+        stop = next(i for i, line in enumerate(lines) if i > start and line.startswith(last))
+        wide = [line for line in lines[start:stop] if len(line) > 80]
+        assert not wide, f"{model}: {first} wider than 80 columns:\n" + "\n".join(wide)
