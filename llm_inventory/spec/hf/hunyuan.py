@@ -22,9 +22,10 @@ def _uniform(c: HFConfig, key: str, *, minimum: int = 1) -> int:
         if len(value) != layers:
             raise InputError(f"{c.label}: {key}",
                              f"has {len(value)} entries for {layers} layers")
-        if len(set(map(repr, value))) != 1:
+        shown = sorted(set(map(repr, value)))  # reprs: the entries may be of any JSON type
+        if len(shown) != 1:
             raise InputError(f"{c.label}: {key}",
-                             f"differs between layers ({sorted(set(value))}); only one value "
+                             f"differs between layers ({', '.join(shown)}); only one value "
                              "for every layer is supported")
         return HFConfig({key: value[0]}, c.label).integer(key, minimum=minimum)
     return c.integer(key, minimum=minimum)
