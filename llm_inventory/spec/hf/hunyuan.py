@@ -79,9 +79,12 @@ def hunyuan(c: HFConfig) -> ModelSpec:
                   shared_intermediate_size=size * shared)
     notes: list[str] = []
     moe_size = c.raw("moe_intermediate_size")
-    sizes = set(moe_size if isinstance(moe_size, list) else [moe_size]) - {None}
-    if moe is not None and sizes and sizes != {size}:
-        notes.append(f"moe_intermediate_size {sorted(sizes)} differs from intermediate_size "
+    # Not read by the model's code, only noted: reprs, since its entries may be any JSON.
+    sizes = {repr(v) for v in (moe_size if isinstance(moe_size, list) else [moe_size])} - {
+        "None"}
+    if moe is not None and sizes and sizes != {repr(size)}:
+        notes.append(f"moe_intermediate_size [{', '.join(sorted(sizes))}] differs from "
+                     f"intermediate_size "
                      f"{size}: the checkpoint's modelling code builds experts of "
                      "intermediate_size, which these counts follow; vLLM's hunyuan_v1.py reads "
                      "moe_intermediate_size")
