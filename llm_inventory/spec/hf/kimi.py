@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.hf import HFConfig, registry
 from llm_inventory.spec.hf.common import extra, linear, norm, sub_config, vlm_model
 from llm_inventory.spec.hf.vision import vit
@@ -48,8 +49,11 @@ def kimi_k25(c: HFConfig) -> ModelSpec:
     assert decoder is not None
     v = _vision(c)
     hidden, patch = v.integer("hidden_size"), v.integer("patch_size")
-    kernel = v.raw("merge_kernel_size") or [2, 2]
-    merge = int(kernel[0]) * int(kernel[1])
+    kernel = v.int_list("merge_kernel_size") or [2, 2]
+    if len(kernel) != 2 or 0 in kernel:
+        raise InputError(f"{v.label}: merge_kernel_size",
+                         f"must be two positive integers, got {excerpt(kernel)}")
+    merge = kernel[0] * kernel[1]
     stem = [extra("patch_embed.proj.weight", [hidden, 3, patch, patch]),
             extra("patch_embed.proj.bias", [hidden]),
             extra("patch_embed.pos_emb.position_embeddings",
@@ -62,7 +66,7 @@ def kimi_k25(c: HFConfig) -> ModelSpec:
     # Images run at native resolution; the learned grid's size stands for one
     # (64 × 14 = 896 px: 4,096 patches, 1,024 tokens after the 2 × 2 merge).
     side = v.integer("pos_emb_height") * patch
-    media = Media(image_size=side, patch_size=patch, spatial_merge_size=int(kernel[0]))
+    media = Media(image_size=side, patch_size=patch, spatial_merge_size=kernel[0])
     encoder = Encoder(kind="vision", stack=tower, media=media, projector=projector)
     tied = c.flag("tie_word_embeddings")
     spec = vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), encoder, text,
