@@ -65,7 +65,7 @@ def launch(
     start-up, in its own words and units, or the error it stops with and the longest
     context that fits. Flags it does not model are listed on stderr, never refused.
 
-    Example: inventory launch --device h100 -- vllm serve Qwen/Qwen3-8B -tp 2 --max-model-len 32K
+    Example: inventory launch -d h100 -- vllm serve Qwen/Qwen3-8B -tp 2
     """
     from llm_inventory.engine.launch import match_program, predict_launch
     from llm_inventory.engine.serving import get

@@ -154,7 +154,7 @@ def recommend(
     $/hour, $ per million tokens, and the launch command of the best. Times are calibrated
     estimates on published measurements, with their error band.
 
-    Example: inventory recommend llama-3.1-8b --device h100 --use-case chat --qps 5
+    Example: inventory recommend llama-3.1-8b -d h100 --use-case chat --qps 5
     """
     from llm_inventory.engine.recommend import (
         OBJECTIVES,
