@@ -42,8 +42,12 @@ def kimi_k25(c: HFConfig) -> ModelSpec:
     kernel's patches. A `kimi_k2` text_config is read as DeepSeek-V3 (`Kimi_K25Config`
     does the same)."""
     raw = c.sub("text_config").raw("model_type")
-    text_type = "deepseek_v3" if raw in (None, "kimi_k2") else str(raw)
-    kind, text = sub_config(c, "text_config", text_type)
+    # sub_config refuses a model_type that is not a name; the registry, one it cannot read
+    kind, text = sub_config(c, "text_config", "deepseek_v3" if raw in (None, "kimi_k2") else raw)
+    if not registry.is_text_model(kind):
+        raise InputError(f"{text.label}: model_type",
+                         f"unsupported language model {kind!r} in a {c.raw('model_type')} "
+                         "config")
     language = registry.builder(kind)(text)
     decoder = language.decoder
     assert decoder is not None
