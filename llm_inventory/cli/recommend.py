@@ -63,10 +63,14 @@ def _histogram(path: Path) -> list[Any]:
     data: Any
     if path.suffix.lower() == ".csv":
         data = []
+        first = True
         for number, line in enumerate(text.splitlines(), start=1):
             cells = [c.strip() for c in line.split(",")]
-            if not line.strip() or not cells[0].replace("_", "").isdigit():
-                continue  # blank lines and the header
+            if not line.strip():
+                continue
+            header, first = first and not cells[0].replace("_", "").isdigit(), False
+            if header:
+                continue  # only the first line that is not blank may be a header
             if len(cells) not in (2, 3):
                 raise InputError(f"{path}: line {number}", "expected isl,osl[,weight]")
             data.append(dict(zip(("isl", "osl", "weight"), cells, strict=False)))

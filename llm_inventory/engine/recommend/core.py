@@ -51,14 +51,18 @@ class Lengths:
 def _lengths(request: RecommendRequest) -> Lengths:
     w = request.workload
     bins = list(w.histogram) or [LengthBin(isl=w.isl, osl=w.osl)]
-    total = sum(b.weight for b in bins)
-    isl = sum(b.isl * b.weight for b in bins) / total
-    osl = sum(b.osl * b.weight for b in bins) / total
+    weights = [b.weight for b in bins]
+    total = sum(weights)
+    if not math.isfinite(total):  # finite weights whose sum is not: relative ones instead
+        weights = [x / max(weights) for x in weights]
+        total = sum(weights)
+    isl = sum(b.isl * x for b, x in zip(bins, weights, strict=True)) / total
+    osl = sum(b.osl * x for b, x in zip(bins, weights, strict=True)) / total
     if len(bins) == 1:
         sample = [(bins[0].isl, bins[0].osl)]
     else:
         rng = Random(request.seed)
-        picked = rng.choices(bins, weights=[b.weight for b in bins], k=request.samples)
+        picked = rng.choices(bins, weights=weights, k=request.samples)
         sample = [(b.isl, b.osl) for b in picked]
     return Lengths(bins=bins, isl=isl, osl=osl, sample=sample)
 
