@@ -213,8 +213,9 @@ def recommend(
                           concurrency=concurrency, prefix_share=share or 0.0),
         targets=targets, objective=objective,
         prices=catalog, provider=provider, spot=spot,
-        power_price=_number("power_price", power_price,
-                            allowed="a positive price in $ per kWh"), dtype=dtype,
+        power_price=_number("power_price", power_price, below=1e6,
+                            allowed="a positive price in $ per kWh, below 1,000,000"),
+        dtype=dtype,
         kv_dtype=kv_dtype, seed=seed, limit=limit)
     result = run(spec, request)
     if plot is not None:

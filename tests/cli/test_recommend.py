@@ -137,6 +137,21 @@ def test_weights_whose_sum_overflows_are_relative(invoke: Invoke, tmp_path: Path
     assert run.json()["workload"]["histogram"][0]["weight"] == 1e308
 
 
+@pytest.mark.parametrize(("args", "field"), [
+    (["--prices", "{}", "--provider", "ours"], "on_demand"),
+    (["--power-price", "1e307"], "--power-price"),
+])
+def test_a_price_past_float_range_is_bad_input(invoke: Invoke, tmp_path: Path,
+                                               args: list[str], field: str) -> None:
+    """$1e308 an hour once printed `Infinity` into the JSON as the monthly cost."""
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("prices:\n  - {device: h100-sxm, provider: ours, on_demand: 1e308,"
+                      " as_of: '2026-02-01', source: a test}\n")
+    run = invoke(*SEED, *[str(prices) if a == "{}" else a for a in args], "--format", "json")
+    assert run.code == 2 and run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
+    assert field in run.stderr
+
+
 def test_prices_file_overrides_the_catalog(invoke: Invoke, tmp_path: Path) -> None:
     prices = tmp_path / "prices.yaml"
     prices.write_text("prices:\n  - {device: h100-sxm, provider: ours, on_demand: 1.25,"
