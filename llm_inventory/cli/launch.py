@@ -81,10 +81,10 @@ def launch(
     parsed = era.parse_launch(rest)
     version = engine_version or parsed.version
     engine = get(f"{era.name}@{version}", "engine_version") if version else era
-    if parsed.ignored:
-        warn(f"{engine.label} flags not modelled, ignored: {', '.join(parsed.ignored)}")
     spec = resolve_model(parsed.model)
     result = predict_launch(spec, parsed, engine, chosen, count)
+    if parsed.ignored:  # once the command line is known good: bad input stays one line
+        warn(f"{engine.label} flags not modelled, ignored: {', '.join(parsed.ignored)}")
 
     def table() -> list[Any]:
         from llm_inventory.render.launch import launch_tables

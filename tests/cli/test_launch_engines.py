@@ -224,3 +224,21 @@ def test_placement_side_by_side(invoke: Invoke) -> None:
     eager = invoke("placement", "llama-3.1-8b", "--device", "h100", "--count", "1",
                    "--engine-arg", "enforce_eager=true", "--format", "json").json()
     assert eager["plans"][0]["per_device"]["kv_pool_bytes"] == pools[1]
+
+
+@pytest.mark.parametrize("command", [
+    ["vllm", "serve", "whisper-large-v3", "-tp", "32768", "--compilation-config"],
+    ["llama-server", "-m", "whisper-large-v3", "--flash-attn", "fp8"],
+])
+def test_ignored_flags_never_join_a_bad_input_line(invoke: Invoke, command: list[str]) -> None:
+    """The flags-not-modelled warning waits until the command line is known good."""
+    run = invoke("launch", "--device", "h100", "--", *command)
+    assert run.code == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("inventory: error: "), run.stderr
+
+
+def test_ignored_flags_are_listed_once_the_launch_is_read(invoke: Invoke) -> None:
+    run = invoke("launch", "--device", "h100", "--", "vllm", "serve", "Qwen/Qwen3-8B",
+                 "--compilation-config", "{}")
+    assert run.code == 0, run.stderr
+    assert "flags not modelled, ignored: --compilation-config" in run.stderr
