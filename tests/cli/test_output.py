@@ -208,3 +208,16 @@ def test_the_parameter_and_stage_tables_fit_80_columns(model: str) -> None:
         stop = next(i for i, line in enumerate(lines) if i > start and line.startswith(last))
         wide = [line for line in lines[start:stop] if len(line) > 80]
         assert not wide, f"{model}: {first} wider than 80 columns:\n" + "\n".join(wide)
+
+
+def test_the_preset_list_fits_80_columns() -> None:
+    """Name, family, parameters and weights at 80 columns (the list was 111 wide); KV per
+    token and the rest come back on a wider screen, and its footnote goes with it."""
+    narrow = _run(["models"], 80).stdout
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    assert "left out to fit 80 columns: source, active, KV / token" in narrow
+    assert "+ fixed" not in narrow
+    assert re.search(r"│ kimi-k2\.5 +│ vlm +│ +1\.03 T │ +554 GiB int4 │", narrow)
+    assert re.search(r"│ whisper-large-v3 +│ enc-dec +│", narrow)
+    wide = _run(["models"], 200).stdout
+    assert "KV / token" in wide and "+ fixed" in wide and "left out" not in wide
