@@ -27,7 +27,7 @@ def state_tables(result: StateResult, units: UnitSystem) -> list[Table | Text]:
         + (f" · blocks of {result.block_size}" if result.block_size else "")
     )
     summary = Table(show_header=True)
-    summary.add_column("")
+    summary.add_column("", overflow="fold")  # labels are prose: they wrap, the figures not
     summary.add_column("bytes", justify="right")
     summary.add_column("size", justify="right")
 

@@ -221,3 +221,12 @@ def test_the_preset_list_fits_80_columns() -> None:
     assert re.search(r"│ whisper-large-v3 +│ enc-dec +│", narrow)
     wide = _run(["models"], 200).stdout
     assert "KV / token" in wide and "+ fixed" in wide and "left out" not in wide
+
+
+@pytest.mark.parametrize("command", ["kv --layers 80 --tokens 8000 --tp 16",
+                                     "kv --model gemma-2-9b --tokens 32K --block-size 16",
+                                     "kv --model jamba-v0.1 --sequences 4"])
+def test_state_tables_fit_80_columns(command: str) -> None:
+    """Row labels wrap (the TP row's label once held the table at 81 columns)."""
+    lines = _run(command.split(), 80).stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, "\n".join(lines)
