@@ -419,7 +419,37 @@ def _order(plans: list[RecommendedPlan], objective: str, percentile: str) -> \
 
 
 def _front(points: list[ParetoPoint]) -> list[ParetoPoint]:
-    """Mark the points no other beats on both tokens/s per GPU and per user."""
+    """Mark the points no other beats on both tokens/s per GPU and per user.
+
+    One sweep in falling tokens/s per GPU, not every pair (thousands of plans over several
+    devices and engines made the pairwise test seconds): a point is beaten when a point of
+    a higher per-GPU rate is at least as fast per user, or one of the same per-GPU rate is
+    faster per user.
+    """
+    if any(math.isnan(p.tokens_per_s_per_gpu) or math.isnan(p.tokens_per_s_per_user)
+           for p in points):
+        return _front_pairwise(points)  # NaN orders nothing; only the pairwise test is exact
+    order = sorted(range(len(points)), key=lambda i: -points[i].tokens_per_s_per_gpu)
+    dominated = [False] * len(points)
+    higher: float | None = None  # the best per-user rate among a higher per-GPU rate
+    start = 0
+    while start < len(order):
+        rate = points[order[start]].tokens_per_s_per_gpu
+        stop = start
+        while stop < len(order) and points[order[stop]].tokens_per_s_per_gpu == rate:
+            stop += 1
+        group = order[start:stop]
+        best = max(points[i].tokens_per_s_per_user for i in group)
+        for i in group:
+            user = points[i].tokens_per_s_per_user
+            dominated[i] = (higher is not None and higher >= user) or best > user
+        higher = best if higher is None else max(higher, best)
+        start = stop
+    return [p.model_copy(update={"on_front": not d}) for p, d in zip(points, dominated,
+                                                                      strict=True)]
+
+
+def _front_pairwise(points: list[ParetoPoint]) -> list[ParetoPoint]:
     out = []
     for a in points:
         dominated = any(b.tokens_per_s_per_gpu >= a.tokens_per_s_per_gpu
