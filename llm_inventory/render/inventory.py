@@ -11,6 +11,7 @@ from llm_inventory.engine import kinds
 from llm_inventory.engine.inventory import Inventory, InventoryRequest
 from llm_inventory.engine.shapes import PhaseWork
 from llm_inventory.render.fit import Diagnostic
+from llm_inventory.render.fit import Table as FitTable
 from llm_inventory.spec.model import Family
 from llm_inventory.units import UnitSystem, format_bytes, format_count
 
@@ -87,11 +88,13 @@ def _state(inv: Inventory, units: UnitSystem) -> list[Part]:
                if inv.family is Family.DIFFUSION else "no per-sequence state described")
         return [_heading("2. Persistent state"), Text(why)]
     table = Table()
-    for name in ("kind", "layers", "per token", "held at context", "per sequence", "release"):
-        table.add_column(name, justify="right" if name in ("layers", "per token",
-                                                           "held at context",
-                                                           "per sequence") else "left",
-                         overflow="fold" if name == "release" else "ellipsis")
+    # Headers on two lines and kind labels that wrap: on one line they held the table
+    # past 80 columns (88 for gemma-2 at 128K).
+    for name in ("kind", "layers", "per token", "held at\ncontext", "per\nsequence",
+                 "release"):
+        figure = name not in ("kind", "release")
+        table.add_column(name, justify="right" if figure else "left",
+                         overflow="ellipsis" if figure else "fold")
     for k in s.kinds:
         kind = kinds.get(k.kind)
         table.add_row(
@@ -137,12 +140,13 @@ def _work(inv: Inventory, units: UnitSystem) -> list[Part]:
     if not phases:
         return parts
     table = Table()
-    table.add_column("")
+    table.add_column("", overflow="fold")
     for w in phases:
-        title = (f"prefill ({w.tokens:,} tokens)" if w.phase == "prefill" and
+        # two-line headers: on one line they held the table past 80 columns
+        title = (f"prefill\n({w.tokens:,} tokens)" if w.phase == "prefill" and
                  inv.family is not Family.ENCODER else
-                 f"forward ({w.tokens:,} tokens)" if w.phase == "prefill" else
-                 f"decode step (batch {w.sequences:,} at {w.context:,})")
+                 f"forward\n({w.tokens:,} tokens)" if w.phase == "prefill" else
+                 f"decode step\n(batch {w.sequences:,} at {w.context:,})")
         table.add_column(title, justify="right")
     rows: list[tuple[str, Callable[[PhaseWork], str]]] = [
         ("matmul FLOPs", lambda w: _flops(w.matmul_flops)),
@@ -159,7 +163,7 @@ def _work(inv: Inventory, units: UnitSystem) -> list[Part]:
                       *(f"{w.experts_touched:.1f}" if w.experts_touched else "—"
                         for w in phases))
     parts.append(table)
-    shapes = Table(title=None)
+    shapes = FitTable(title=None, optional=("copies",))  # copies: the GEMMs' tensor counts
     shapes.add_column("GEMM (per copy)")
     for w in phases:
         shapes.add_column(f"{w.phase} M × N × K", justify="right")
@@ -216,7 +220,9 @@ def _roofline(inv: Inventory, units: UnitSystem) -> list[Part]:
         return []
     table = Table()
     for name in ("phase", "intensity", "vs ridge", "bound", "time"):
-        table.add_column(name, justify="left" if name in ("phase", "bound") else "right")
+        prose = name in ("phase", "bound")  # words that wrap; the figures stay whole
+        table.add_column(name, justify="left" if prose else "right",
+                         overflow="fold" if prose else "ellipsis")
     for name, intensity, bound, seconds in (
         (f"prefill ({t.prompt_tokens:,} tokens)", t.prefill_intensity, t.prefill_bound,
          t.prefill_s),
