@@ -233,3 +233,12 @@ def test_state_tables_fit_80_columns(command: str) -> None:
     """Row labels wrap (the TP row's label once held the table at 81 columns)."""
     lines = _run(command.split(), 80).stdout.splitlines()
     assert max(len(line) for line in lines) <= 80, "\n".join(lines)
+
+
+def test_the_width_table_fits_80_columns() -> None:
+    """Two-line headers keep the TP-width table within 80 columns (it was 86 wide)."""
+    args = ["placement", "deepseek-v3", "--device", "h200", "--count", "16", "--context", "32K"]
+    lines = _run(args, 80).stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    stop = next(i for i, line in enumerate(lines) if i > start and line.startswith("└"))
+    assert max(len(line) for line in lines[start:stop + 1]) <= 80
