@@ -242,3 +242,13 @@ def test_the_width_table_fits_80_columns() -> None:
     start = next(i for i, line in enumerate(lines) if line.startswith("┏"))
     stop = next(i for i, line in enumerate(lines) if i > start and line.startswith("└"))
     assert max(len(line) for line in lines[start:stop + 1]) <= 80
+
+
+@pytest.mark.parametrize("command", [
+    "route --experts 8 --top-k 2 --tokens 16 --seed 40603 --ep 4 --steps 200",
+    "route --model deepseek-v3 --tokens 64 --steps 200 --ep 8",
+])
+def test_routing_tables_fit_80_columns(command: str) -> None:
+    """Two-line traffic headers and wrapping labels (the per-rank table was 96 wide)."""
+    lines = _run(command.split(), 80).stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, "\n".join(lines)
