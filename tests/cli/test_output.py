@@ -252,3 +252,10 @@ def test_routing_tables_fit_80_columns(command: str) -> None:
     """Two-line traffic headers and wrapping labels (the per-rank table was 96 wide)."""
     lines = _run(command.split(), 80).stdout.splitlines()
     assert max(len(line) for line in lines) <= 80, "\n".join(lines)
+
+
+@pytest.mark.parametrize("device", ["h100-sxm", "b200", "mi300x"])
+def test_a_devices_figures_fit_80_columns(device: str) -> None:
+    """The figure labels wrap (one line held the table at 81 columns)."""
+    lines = _run(["devices", device], 80).stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, "\n".join(lines)
