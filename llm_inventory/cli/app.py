@@ -71,9 +71,10 @@ def _take_strict(argv: list[str]) -> tuple[list[str], bool]:
     return [a for a in argv[:end] if a != "--strict"] + argv[end:], "--strict" in argv[:end]
 
 
-def _estimate_handler(strict: bool) -> Any:
-    """How a command meets an estimated model: one warning per model on stderr, or under
-    --strict bad input (exit 2)."""
+def _estimate_handler(strict: bool, pending: list[str]) -> Any:
+    """How a command meets an estimated model: one warning per model, kept in `pending`
+    for stderr once the command has run (bad input stays one line), or under --strict bad
+    input (exit 2)."""
     warned: set[str] = set()
 
     def handle(spec: Any) -> None:
@@ -84,7 +85,7 @@ def _estimate_handler(strict: bool) -> Any:
                              "estimated figures")
         if spec.estimated not in warned:
             warned.add(spec.estimated)
-            sys.stderr.write(f"inventory: warning: {spec.name}: {spec.estimated}\n")
+            pending.append(f"inventory: warning: {spec.name}: {spec.estimated}\n")
 
     return handle
 
@@ -235,15 +236,22 @@ class InventoryGroup(lazy.LazyGroup):
     def invoke(self, ctx: Any) -> Any:
         """Run the command with estimated models met as --strict says, and only while it
         runs (library callers load models after it); a closed stdout leaves quietly."""
+        from llm_inventory.errors import CheckFailed
         from llm_inventory.spec import estimates
 
-        estimates.handler = _estimate_handler(self.strict)
+        pending: list[str] = []
+        estimates.handler = _estimate_handler(self.strict, pending)
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
         except BrokenPipeError as exc:  # before Typer turns it into exit status 1
             raise _PipeClosed() from exc
+        except CheckFailed:  # the result was printed: its warnings belong with it
+            sys.stderr.write("".join(pending))
+            raise
         finally:
             estimates.handler = None
+        sys.stderr.write("".join(pending))
+        return result
 
     def _flagged(self, exc: Any, argv: list[str]) -> str:
         """The error with its field spelled as the command's flag when one matches."""

@@ -64,10 +64,10 @@ def devices(
         return
 
     catalog_ids = {d.id for d in list_devices()}
+    result = DeviceList(devices=merge_devices(extra))
     for d in extra:
         if d.id in catalog_ids:
             warn(f"{devices_file}: device {d.id!r} replaces the catalog's")
-    result = DeviceList(devices=merge_devices(extra))
 
     def table() -> list[Any]:
         from llm_inventory.render.devices import devices_table

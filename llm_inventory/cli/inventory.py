@@ -128,7 +128,7 @@ def compare(
     """Topologies side by side: the same facts, one column each, rows aligned.
     JSON is a list of inventories. With --engine, one model across serving engines.
 
-    Example: inventory compare examples/dense-70b.yaml examples/moe-8x7b.yaml examples/vlm-2048.yaml
+    Example: inventory compare examples/dense-70b.yaml examples/moe-8x7b.yaml
     """
     from llm_inventory.engine.inventory import build_inventory
     from llm_inventory.errors import InputError

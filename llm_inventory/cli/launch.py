@@ -65,7 +65,7 @@ def launch(
     start-up, in its own words and units, or the error it stops with and the longest
     context that fits. Flags it does not model are listed on stderr, never refused.
 
-    Example: inventory launch --device h100 -- vllm serve Qwen/Qwen3-8B -tp 2 --max-model-len 32K
+    Example: inventory launch -d h100 -- vllm serve Qwen/Qwen3-8B -tp 2
     """
     from llm_inventory.engine.launch import match_program, predict_launch
     from llm_inventory.engine.serving import get
@@ -81,10 +81,10 @@ def launch(
     parsed = era.parse_launch(rest)
     version = engine_version or parsed.version
     engine = get(f"{era.name}@{version}", "engine_version") if version else era
-    if parsed.ignored:
-        warn(f"{engine.label} flags not modelled, ignored: {', '.join(parsed.ignored)}")
     spec = resolve_model(parsed.model)
     result = predict_launch(spec, parsed, engine, chosen, count)
+    if parsed.ignored:  # once the command line is known good: bad input stays one line
+        warn(f"{engine.label} flags not modelled, ignored: {', '.join(parsed.ignored)}")
 
     def table() -> list[Any]:
         from llm_inventory.render.launch import launch_tables

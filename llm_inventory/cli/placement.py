@@ -156,7 +156,7 @@ def placement(
     per device, as the serving engine accounts for them (vLLM by default; --engine
     a,b shows each engine's result, one block each; JSON is then a list of results).
 
-    Example: inventory placement llama-3.1-70b --device h100-sxm --count 8 --context 8000
+    Example: inventory placement llama-3.1-70b -d h100 -n 8 --context 8000
     """
     import os
 

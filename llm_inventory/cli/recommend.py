@@ -63,10 +63,14 @@ def _histogram(path: Path) -> list[Any]:
     data: Any
     if path.suffix.lower() == ".csv":
         data = []
+        first = True
         for number, line in enumerate(text.splitlines(), start=1):
             cells = [c.strip() for c in line.split(",")]
-            if not line.strip() or not cells[0].replace("_", "").isdigit():
-                continue  # blank lines and the header
+            if not line.strip():
+                continue
+            header, first = first and not cells[0].replace("_", "").isdigit(), False
+            if header:
+                continue  # only the first line that is not blank may be a header
             if len(cells) not in (2, 3):
                 raise InputError(f"{path}: line {number}", "expected isl,osl[,weight]")
             data.append(dict(zip(("isl", "osl", "weight"), cells, strict=False)))
@@ -161,7 +165,7 @@ def recommend(
     $/hour, $ per million tokens, and the launch command of the best. Times are calibrated
     estimates on published measurements, with their error band.
 
-    Example: inventory recommend llama-3.1-8b --device h100 --use-case chat --qps 5
+    Example: inventory recommend llama-3.1-8b -d h100 --use-case chat --qps 5
     """
     from llm_inventory.engine.recommend import (
         OBJECTIVES,
@@ -220,8 +224,9 @@ def recommend(
                           concurrency=concurrency, prefix_share=share or 0.0),
         targets=targets, objective=objective,
         prices=catalog, provider=provider, spot=spot,
-        power_price=_number("power_price", power_price,
-                            allowed="a positive price in $ per kWh"), dtype=dtype,
+        power_price=_number("power_price", power_price, below=1e6,
+                            allowed="a positive price in $ per kWh, below 1,000,000"),
+        dtype=dtype,
         kv_dtype=kv_dtype, seed=seed, limit=limit)
     result = run(spec, request)
     if plot is not None:

@@ -61,7 +61,7 @@ def sample(
     repetition penalty before a top-p cut can let a token in that the same penalty after
     the cut cannot.
 
-    Example: inventory sample --chain temperature=0.5,top_k=2,top_p=0.9,repetition_penalty=1.3@A
+    Example: inventory sample --chain top_k=2,top_p=0.9,repetition_penalty=1.3@A
     """
     from llm_inventory.engine.sampling import (
         Boundary,

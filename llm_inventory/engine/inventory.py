@@ -31,6 +31,7 @@ from llm_inventory.engine.state import KindState, StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup, model_tensors
 from llm_inventory.engine.trust import Trust, counted
 from llm_inventory.engine.trust import roofline as trust_roofline
+from llm_inventory.engine.weight_scheme import WeightScheme, describe_weights
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import Component, Family, ModelSpec
@@ -120,7 +121,8 @@ class Inventory(BaseModel):
     warnings: list[str] = []  # about this request: a context past the model's positions
     parameters: ParameterCount
     weight_bytes: int
-    weight_dtype: str
+    weight_dtype: str  # the dtype of unquantized tensors; `weights` holds the stored scheme
+    weights: WeightScheme
     state: StateSummary | None
     media: MediaGeometry | None
     encoder: EncoderWork | None
@@ -414,6 +416,7 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
         weight_bytes_source=source,
         checkpoint=comparison,
         weight_dtype=weight_dtype,
+        weights=describe_weights(spec, request.dtype),
         state=state,
         media=geometry,
         encoder=encoder,

@@ -13,13 +13,14 @@ from pydantic import BaseModel
 
 from llm_inventory.engine.dtypes import weight_dtypes
 from llm_inventory.spec.model import ModelSpec, Quantization
+from llm_inventory.units import DTYPE_BITS
 
 
 class WeightScheme(BaseModel):
     """How the weights are stored, for labels and for scripts."""
 
     label: str  # "fp8, 128×128 block scales; embeddings, norms and lm_head bf16"
-    short: str  # "fp8 block" — for narrow columns
+    short: str  # "fp8", "int4", "mxfp4 experts" — for narrow columns
     unquantized_dtype: str  # the dtype of every tensor the scheme leaves alone
     method: str | None  # the quantization method, None when unquantized
     bits: float | None
@@ -54,7 +55,9 @@ def describe_weights(spec: ModelSpec, dtype: str | None = None) -> WeightScheme:
     runtime = q.method.startswith("runtime-")
     method = q.method.removeprefix("runtime-")
     bits = f"{q.bits:g}-bit"
-    detail = [f"{method}" + ("" if method.endswith(bits.split("-")[0]) else f" {bits}"),
+    # "fp8 (block-scaled)" and "int4" already say their bits; "compressed-tensors" does not
+    named = any(word.strip("(),").endswith(bits.split("-")[0]) for word in method.split())
+    detail = [f"{method}" + ("" if named else f" {bits}"),
               _scales(q)]
     if q.zero_point:
         detail.append("zero points")
@@ -66,7 +69,11 @@ def describe_weights(spec: ModelSpec, dtype: str | None = None) -> WeightScheme:
         kept += " (and the modules the checkpoint lists as unquantized)"
     scope = "experts " if q.experts_only else ""
     label = f"{scope}{', '.join(detail)}; {kept} {base}"
-    short = method + (" experts" if q.experts_only else " block" if q.block else "")
+    # In a word for narrow columns: the dtype a container format names inside its
+    # parentheses ("compressed-tensors (int4, group)": int4), else the method's first word
+    inner = method.partition("(")[2].split(",")[0].rstrip(")").strip()
+    word = inner if inner in DTYPE_BITS else method.split(" ")[0]
+    short = (word if named else f"{word} {bits}") + (" experts" if q.experts_only else "")
     return WeightScheme(label=label, short=short, unquantized_dtype=base, method=method,
                         bits=q.bits, group_size=q.group_size, block=q.block,
                         per_channel=q.per_channel, scale_bits=q.scale_bits,

@@ -20,7 +20,9 @@ def bar(parts: Sequence[int], total: int, width: int = 32) -> Text:
     free); every non-zero part keeps at least one cell."""
     cells = [0] * len(parts)
     if total > 0:
-        raw = [max(0, p) * width / total for p in parts]
+        # Parts may add up to far more than `total` (weights larger than the device): each
+        # is capped at the bar's width so that trimming the excess takes a bounded loop.
+        raw = [min(width, max(0, p) * width / total) for p in parts]
         cells = [max(1, round(r)) if p > 0 else 0 for p, r in zip(parts, raw, strict=True)]
         while sum(cells) > width:
             cells[cells.index(max(cells))] -= 1

@@ -99,7 +99,7 @@ def device_detail(device: Device, units: UnitSystem) -> list[Table | Text]:
     if device.aliases:
         parts.append(Text(f"aliases: {', '.join(device.aliases)}", style="dim"))
     table = Table(show_header=True)
-    table.add_column("figure", no_wrap=True)
+    table.add_column("figure", overflow="fold")  # labels wrap; 81 columns on one line
     table.add_column("value", overflow="fold")
     table.add_column("source", overflow="fold")
 

@@ -11,6 +11,7 @@ from llm_inventory.engine import kinds
 from llm_inventory.engine.inventory import Inventory, InventoryRequest
 from llm_inventory.engine.shapes import PhaseWork
 from llm_inventory.render.fit import Diagnostic
+from llm_inventory.render.fit import Table as FitTable
 from llm_inventory.spec.model import Family
 from llm_inventory.units import UnitSystem, format_bytes, format_count
 
@@ -35,7 +36,7 @@ def _heading(text: str) -> Text:
 
 def _parameters(inv: Inventory, units: UnitSystem) -> list[Part]:
     p = inv.parameters
-    label = inv.weight_dtype + (f", {p.quantization}" if p.quantization else "")
+    label = inv.weights.label
     table = Table()
     for name in ("component", "parameters", "active per token", "bytes"):
         table.add_column(name, justify="left" if name == "component" else "right")
@@ -44,8 +45,10 @@ def _parameters(inv: Inventory, units: UnitSystem) -> list[Part]:
                       format_count(row.active), format_bytes(row.weight_bytes, units))
     total_given = p.given and "total" not in p.derived
     human = format_bytes(p.weight_bytes, units)
-    table.add_row(Text("total", style="bold"), _count(p.total, total_given), _count(p.active),
-                  f"{p.weight_bytes:,} B ({human})")
+    # The exact figures go on a line of their own: one line held the table past 80 columns.
+    table.add_row(Text("total", style="bold"),
+                  f"{format_count(p.total)}\n({p.total:,})" + (" given" if total_given else ""),
+                  f"{format_count(p.active)}\n({p.active:,})", f"{p.weight_bytes:,} B\n({human})")
     parts: list[Part] = [_heading(f"1. Parameter bytes ({label})"), table]
     if p.experts:
         parts.append(Text(
@@ -85,11 +88,13 @@ def _state(inv: Inventory, units: UnitSystem) -> list[Part]:
                if inv.family is Family.DIFFUSION else "no per-sequence state described")
         return [_heading("2. Persistent state"), Text(why)]
     table = Table()
-    for name in ("kind", "layers", "per token", "held at context", "per sequence", "release"):
-        table.add_column(name, justify="right" if name in ("layers", "per token",
-                                                           "held at context",
-                                                           "per sequence") else "left",
-                         overflow="fold" if name == "release" else "ellipsis")
+    # Headers on two lines and kind labels that wrap: on one line they held the table
+    # past 80 columns (88 for gemma-2 at 128K).
+    for name in ("kind", "layers", "per token", "held at\ncontext", "per\nsequence",
+                 "release"):
+        figure = name not in ("kind", "release")
+        table.add_column(name, justify="right" if figure else "left",
+                         overflow="ellipsis" if figure else "fold")
     for k in s.kinds:
         kind = kinds.get(k.kind)
         table.add_row(
@@ -135,12 +140,13 @@ def _work(inv: Inventory, units: UnitSystem) -> list[Part]:
     if not phases:
         return parts
     table = Table()
-    table.add_column("")
+    table.add_column("", overflow="fold")
     for w in phases:
-        title = (f"prefill ({w.tokens:,} tokens)" if w.phase == "prefill" and
+        # two-line headers: on one line they held the table past 80 columns
+        title = (f"prefill\n({w.tokens:,} tokens)" if w.phase == "prefill" and
                  inv.family is not Family.ENCODER else
-                 f"forward ({w.tokens:,} tokens)" if w.phase == "prefill" else
-                 f"decode step (batch {w.sequences:,} at {w.context:,})")
+                 f"forward\n({w.tokens:,} tokens)" if w.phase == "prefill" else
+                 f"decode step\n(batch {w.sequences:,} at {w.context:,})")
         table.add_column(title, justify="right")
     rows: list[tuple[str, Callable[[PhaseWork], str]]] = [
         ("matmul FLOPs", lambda w: _flops(w.matmul_flops)),
@@ -157,7 +163,7 @@ def _work(inv: Inventory, units: UnitSystem) -> list[Part]:
                       *(f"{w.experts_touched:.1f}" if w.experts_touched else "—"
                         for w in phases))
     parts.append(table)
-    shapes = Table(title=None)
+    shapes = FitTable(title=None, optional=("copies",))  # copies: the GEMMs' tensor counts
     shapes.add_column("GEMM (per copy)")
     for w in phases:
         shapes.add_column(f"{w.phase} M × N × K", justify="right")
@@ -198,7 +204,7 @@ def _stages(inv: Inventory, units: UnitSystem) -> list[Part]:
     table = Table()
     for name in ("stage", "parameters", "bytes", "runs", "keeps"):
         table.add_column(name, justify="right" if name in ("parameters", "bytes") else "left",
-                         overflow="fold" if name in ("runs", "keeps") else "ellipsis")
+                         overflow="fold" if name in ("stage", "runs", "keeps") else "ellipsis")
     for s in inv.stages:
         table.add_row(s.name, format_count(s.parameters) if s.parameters else "—",
                       format_bytes(s.weight_bytes, units) if s.weight_bytes else "—",
@@ -214,7 +220,9 @@ def _roofline(inv: Inventory, units: UnitSystem) -> list[Part]:
         return []
     table = Table()
     for name in ("phase", "intensity", "vs ridge", "bound", "time"):
-        table.add_column(name, justify="left" if name in ("phase", "bound") else "right")
+        prose = name in ("phase", "bound")  # words that wrap; the figures stay whole
+        table.add_column(name, justify="left" if prose else "right",
+                         overflow="fold" if prose else "ellipsis")
     for name, intensity, bound, seconds in (
         (f"prefill ({t.prompt_tokens:,} tokens)", t.prefill_intensity, t.prefill_bound,
          t.prefill_s),
@@ -316,7 +324,7 @@ def compare_table(
         ("parameters (resident)", lambda i: format_count(i.parameters.total)
          + (" given" if i.parameters.given and "total" not in i.parameters.derived else "")),
         ("parameters active per token", lambda i: format_count(i.parameters.active)),
-        ("weight bytes", lambda i: f"{size(i.weight_bytes)} ({i.weight_dtype})"),
+        ("weight bytes", lambda i: f"{size(i.weight_bytes)} ({i.weights.short})"),
         ("KV per token", lambda i: state(i, "bytes_per_token")),
         ("state per sequence", lambda i: state(i, "bytes_per_sequence")),
         ("fixed state per sequence", lambda i: state(i, "fixed_bytes_per_sequence")),

@@ -8,8 +8,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from llm_inventory.engine.catalog import ModelCatalog, ModelDetail, ModelEntry
-from llm_inventory.render.fit import Table
-from llm_inventory.units import UnitSystem, format_bytes, format_count
+from llm_inventory.render.fit import Footnote, Table
+from llm_inventory.units import DTYPE_BITS, UnitSystem, format_bytes, format_count
 
 _REPO = re.compile(r"github (\S+/\S+) @[0-9a-f]{6,40}")
 
@@ -43,14 +43,24 @@ def _kv(entry: ModelEntry, units: UnitSystem) -> str:
 
 
 def _stored(entry: ModelEntry) -> str:
-    """The weights' storage format in a word: `bf16`, `fp8`, `mxfp4`."""
-    return (entry.quantization or entry.weight_dtype or "").split(" ")[0]
+    """The weights' storage format in a word: `bf16`, `fp8`, `mxfp4`, and `int4` for a
+    container format that names its dtype ("compressed-tensors (int4, group)")."""
+    text = entry.quantization or entry.weight_dtype or ""
+    inner = text.partition("(")[2].split(",")[0].rstrip(")").strip()
+    return inner if inner in DTYPE_BITS else text.split(" ")[0]
+
+
+# Family names as the list prints them: the longest, "encoder_decoder", alone held the
+# table past 80 columns.
+_FAMILY = {"encoder_decoder": "enc-dec"}
 
 
 def models_table(catalog: ModelCatalog, units: UnitSystem) -> list[RichTable | Text]:
     """Every preset: family, parameters (total, active), weights, KV per token, source."""
-    # Too narrow: the source goes first (`inventory models NAME` has it), then the active count.
-    table = Table(show_header=True, optional=("source", "active"))
+    # Too narrow: the source goes first (`inventory models NAME` has it), then the active
+    # count, then KV per token (JSON and `inventory models NAME` have both): at 80 columns
+    # name, family, parameters and weights remain.
+    table = Table(show_header=True, optional=("source", "active", "KV / token"))
     table.add_column("name", no_wrap=True)
     table.add_column("family", no_wrap=True)
     table.add_column("parameters", justify="right", no_wrap=True)
@@ -66,7 +76,8 @@ def models_table(catalog: ModelCatalog, units: UnitSystem) -> list[RichTable | T
             continue
         assert m.family is not None and m.weight_bytes is not None
         table.add_row(
-            Text(m.name), m.family.value, _count(m.parameters, m.parameters_given),
+            Text(m.name), _FAMILY.get(m.family.value, m.family.value),
+            _count(m.parameters, m.parameters_given),
             _count(m.active_parameters, m.parameters_given),
             f"{format_bytes(m.weight_bytes, units)} {_stored(m)}",
             _kv(m, units), Text(short_source(m.source)),
@@ -77,8 +88,8 @@ def models_table(catalog: ModelCatalog, units: UnitSystem) -> list[RichTable | T
         parts.append(Text("* given totals (parts of a pipeline), not counted from shapes",
                           style="dim"))
     if any(m.fixed_state_bytes_per_sequence for m in catalog.models):
-        parts.append(Text("+ fixed: recurrent layers also hold a fixed state per sequence",
-                          style="dim"))
+        parts.append(Footnote("+ fixed: recurrent layers also hold a fixed state per sequence",
+                              column="KV / token", style="dim"))
     for m in failed:
         parts.append(Text(f"{m.name}: not available yet: {m.error}", style="dim"))
     return parts

@@ -116,7 +116,9 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             notes.append(f"{index}. each request hands {handed} of KV from the prefill pool "
                          "to the decode pool")
     widths = RichTable(title=None)
-    for name in ("tp (pp 1)", "weights/device", "state/seq/device", "sequences", "verdict"):
+    # two-line headers: on one line they held the table past 80 columns
+    for name in ("tp\n(pp 1)", "weights/\ndevice", "state/seq/\ndevice", "sequences",
+                 "verdict"):
         widths.add_column(name, justify="left" if name == "verdict" else "right",
                           overflow="fold" if name == "verdict" else "ellipsis")
     for w in result.widths:

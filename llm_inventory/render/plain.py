@@ -10,7 +10,9 @@ caller prints through Rich, for anything else:
   by Rich's rule (`Console.is_terminal`): TTY_COMPATIBLE, then FORCE_COLOR, then `isatty()`;
 - Jupyter, IDLE and Windows (Rich has rules of its own for each);
 - a stream whose encoding is not UTF (Rich draws the box in ASCII);
-- a character other than printable ASCII, "·" and "×" (wide, combining, control …).
+- a character other than printable ASCII, "·" and "×" (wide, combining, control …);
+- a table with a prose column (`fold`, Rich's `overflow="fold"`) wider than the width:
+  Rich wraps that column's cells.
 
 The width is `output_width`'s: COLUMNS when set, else the widest table's own width, between
 80 and 160. A table wider than that is printed whole at its own width; a text line wraps
@@ -37,13 +39,16 @@ _WORD = re.compile(r"\s*\S+\s*")
 
 
 class PlainTable:
-    """Headers, each column's justification ("left" or "right") and rows of strings."""
+    """Headers, each column's justification ("left" or "right"), whether it is prose that
+    may wrap (`fold`), and rows of strings."""
 
-    __slots__ = ("headers", "justify", "rows")
+    __slots__ = ("fold", "headers", "justify", "rows")
 
-    def __init__(self, headers: Sequence[str], justify: Sequence[str]) -> None:
+    def __init__(self, headers: Sequence[str], justify: Sequence[str],
+                 fold: Sequence[bool] = ()) -> None:
         self.headers = list(headers)
         self.justify = list(justify)
+        self.fold = list(fold) or [False] * len(self.headers)
         self.rows: list[list[str]] = []
 
     def add_row(self, *cells: str) -> None:
@@ -121,6 +126,8 @@ def render(parts: Sequence[str | PlainTable], stream: Any) -> str | None:
     else:
         natural = max((table.width() for table in tables), default=FALLBACK_WIDTH)
         width = max(FALLBACK_WIDTH, min(natural, WIDEST_FALLBACK))
+    if any(any(table.fold) and table.width() > width for table in tables):
+        return None
     out: list[str] = []
     for part in parts:
         if isinstance(part, str):

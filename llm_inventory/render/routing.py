@@ -62,8 +62,9 @@ def _step_table(result: RoutingResult) -> Table:
 def _devices_table(result: RoutingResult, units: UnitSystem) -> Table:
     assert result.step.devices is not None
     table = Table()
-    for name in ("rank", "experts", "tokens", "load", "dispatch send", "dispatch recv",
-                 "combine send", "combine recv"):
+    # two-line headers: on one line they held the table at 96 columns
+    for name in ("rank", "experts", "tokens", "load", "dispatch\nsend", "dispatch\nrecv",
+                 "combine\nsend", "combine\nrecv"):
         table.add_column(name, justify="right")
     for d in result.step.devices:
         last = d.first_expert + d.experts - 1
@@ -107,7 +108,7 @@ def _weights_table(result: RoutingResult, units: UnitSystem) -> Table:
     assert weights is not None
     layers = f"{weights.moe_layers:,} MoE layer{'' if weights.moe_layers == 1 else 's'}"
     table = Table()
-    table.add_column("expert weights per decode step")
+    table.add_column("expert weights per decode step", overflow="fold")  # prose labels wrap
     table.add_column("bytes", justify="right")
     table.add_column("size", justify="right")
     table.add_column("of resident", justify="right")

@@ -62,6 +62,7 @@ def _summary(doc: Mapping[str, Any], units: UnitSystem,
 
 HEADERS = ("", "bytes", "size")
 JUSTIFY = ("left", "right", "right")
+FOLD = (True, False, False)  # the labels are prose: they wrap, the figures never
 
 
 def state_tables(result: StateResult, units: UnitSystem) -> list[Table | Text]:
@@ -74,8 +75,9 @@ def state_tables(result: StateResult, units: UnitSystem) -> list[Table | Text]:
     title, rows = _summary(result.model_dump(mode="json"), units,
                            lambda kind: layer_kinds.get(kind).grows)
     summary = Table(show_header=True)
-    for header, justify in zip(HEADERS, JUSTIFY, strict=True):
-        summary.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for header, justify, fold in zip(HEADERS, JUSTIFY, FOLD, strict=True):
+        summary.add_column(header, justify=justify,  # type: ignore[arg-type]
+                           overflow="fold" if fold else "ellipsis")
     for cells in rows:
         summary.add_row(*cells)
 
@@ -115,7 +117,7 @@ def plain_state(doc: Mapping[str, Any], units: UnitSystem, stream: Any) -> str |
     if doc["estimated"] or len(doc["kinds"]) != 1 or doc["kinds"][0]["kind"] not in RELEASE:
         return None
     title, rows = _summary(doc, units, lambda kind: kind in RELEASE)
-    table = PlainTable(HEADERS, JUSTIFY)
+    table = PlainTable(HEADERS, JUSTIFY, FOLD)
     for cells in rows:
         table.add_row(*cells)
     return render([title, table, f"release {doc['kinds'][0]['release']}"], stream)

@@ -152,10 +152,28 @@ class _NoAuthOnRedirect(urllib.request.HTTPRedirectHandler):
         return new
 
 
+def _endpoint(text: str) -> str:
+    """`text` without its trailing slash, once it is an http(s) URL with a host and a valid
+    port; else InputError naming HF_ENDPOINT (urllib would raise ValueError)."""
+    from llm_inventory.errors import excerpt
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError as exc:
+        raise InputError("HF_ENDPOINT", f"is not a URL ({exc}): {excerpt(text)}") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError("HF_ENDPOINT", f"must be an http:// or https:// URL with a host, "
+                         f"got {excerpt(text)}")
+    return text.rstrip("/")
+
+
 class Hub:
     """Reads one repository at one revision from `$HF_ENDPOINT`."""
 
     def __init__(self, repo: str, revision: str | None, reference: str) -> None:
+        # Checked before huggingface_hub is imported: its import parses HF_ENDPOINT too.
+        endpoint = _endpoint(os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT)
         # Lazily exported, hence not visible to the type checker.
         from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]
 
@@ -164,7 +182,7 @@ class Hub:
         self.repo = repo
         self.revision = revision or "main"
         self.reference = reference
-        self.endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+        self.endpoint = endpoint
         self.headers = build_hf_headers(library_name="llm-inventory",
                                         library_version=__version__)
         self.opener = urllib.request.build_opener(_NoAuthOnRedirect())
@@ -411,6 +429,7 @@ def resolve(reference: str, repo: str, revision: str | None,
              f"({repo_folder(repo)})")
     if offline():
         raise InputError(reference, f"{where}, and HF_HUB_OFFLINE is set")
+    _endpoint(os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT)  # before the import reads it
     try:
         import huggingface_hub  # noqa: F401
     except ImportError:

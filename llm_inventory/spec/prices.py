@@ -15,17 +15,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_inventory.errors import InputError
 
+# $ per GPU-hour: 80,000x the dearest listed rental (about $12), so that a month of a fleet stays
+# a finite float (1e308 once printed "Infinity" in JSON).
+MAX_PRICE = 1e6
+
 
 class Price(BaseModel):
-    """One provider's rate for one device, per GPU-hour."""
+    """One provider's rate for one device, per GPU-hour (at most MAX_PRICE)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     device: str = Field(min_length=1)
     provider: str = Field(min_length=1)
     offer: str = ""
-    on_demand: float = Field(gt=0, allow_inf_nan=False)
-    spot: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    on_demand: float = Field(gt=0, le=MAX_PRICE, allow_inf_nan=False)
+    spot: float | None = Field(default=None, gt=0, le=MAX_PRICE, allow_inf_nan=False)
     as_of: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
     source: str = Field(min_length=1)
 

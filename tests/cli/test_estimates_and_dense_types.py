@@ -155,3 +155,25 @@ def test_headers_keep_the_weights_exact(invoke: Invoke, tmp_path: Path) -> None:
         "headers" in data["estimated"]
     table = invoke("inventory", str(tmp_path))
     assert "its weights are exact" in " ".join(table.stdout.split())
+
+
+@pytest.mark.parametrize("args", [
+    ["route", "--model", "{}", "--steps", "10"],
+    ["placement", "{}", "--device", "h100", "--count", "4", "--tp", "8"],
+    ["kv", "--model", "{}", "--tokens", "2G"],
+])
+def test_bad_input_about_an_estimated_model_is_still_one_line(invoke: Invoke, unknown: Path,
+                                                              args: list[str]) -> None:
+    """The estimate's warning waits for the result: bad input found after the model is
+    loaded stays one line on stderr."""
+    run = invoke(*[str(unknown) if a == "{}" else a for a in args])
+    assert run.code == 2, run.stderr
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("inventory: error: "), lines
+
+
+def test_a_failed_check_keeps_the_estimates_warning(invoke: Invoke, unknown: Path) -> None:
+    run = invoke("kv", "--model", str(unknown), "--tokens", "1000", "--max-bytes", "1")
+    assert run.code == 1
+    assert any(NEEDLE in line for line in run.stderr.splitlines())

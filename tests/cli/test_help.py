@@ -66,8 +66,8 @@ def test_help_reads_at_80_columns(command: str | None) -> None:
     usage = text.splitlines()[0]
     assert usage.startswith("Usage: inventory") and "{" not in usage
     assert not re.search(r"--[\w-]+…", text), "an option name is cut"
-    for line in text.splitlines():
-        assert len(line) <= 80 or line.strip().startswith("Example: "), line
+    for line in text.splitlines():  # the example too: it is one line, to copy as it is
+        assert len(line) <= 80, line
 
 
 @pytest.mark.parametrize("command", COMMANDS)

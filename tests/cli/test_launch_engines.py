@@ -345,3 +345,21 @@ def test_sglang_launch_and_placement_agree(invoke: Invoke, version: str) -> None
         assert launched["plan"]["per_device"][key] == plan["per_device"][key]
     assert launched["startup"] == plan["startup"]
     assert any(line.startswith("KV Cache is allocated") for line in launched["startup"])
+
+
+@pytest.mark.parametrize("command", [
+    ["vllm", "serve", "whisper-large-v3", "-tp", "32768", "--compilation-config"],
+    ["llama-server", "-m", "llama-3.1-8b", "--mlock", "-c", "banana"],
+])
+def test_ignored_flags_never_join_a_bad_input_line(invoke: Invoke, command: list[str]) -> None:
+    """The flags-not-modelled warning waits until the command line is known good."""
+    run = invoke("launch", "--device", "h100", "--", *command)
+    assert run.code == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("inventory: error: "), run.stderr
+
+
+def test_ignored_flags_are_listed_once_the_launch_is_read(invoke: Invoke) -> None:
+    run = invoke("launch", "--device", "h100", "--", "vllm", "serve", "Qwen/Qwen3-8B",
+                 "--compilation-config", "{}")
+    assert run.code == 0, run.stderr
+    assert "flags not modelled, ignored: --compilation-config" in run.stderr

@@ -195,3 +195,67 @@ def test_a_context_past_the_positions_warns_on_stderr() -> None:
     placement = _run(["placement", "qwen3-8b", "--device", "h100", "--context", "128K"], 120)
     assert "exceeds the model's 40,960 positions" in placement.stderr
     assert "exceeds" not in placement.stdout
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "flux-dev", "bge-large", "mixtral-8x7b",
+                                   "qwen2.5-vl-7b", "whisper-large-v3", "jamba-v0.1",
+                                   "gpt-oss-120b", "gemma-2-9b", "llama-4-scout"])
+def test_the_inventory_fits_80_columns(model: str) -> None:
+    """Every table of the main job within 80 columns (they were 82 to 121 wide): exact
+    totals on a line of their own, two-line headers, labels and prose that wrap, and the
+    GEMMs' copy counts giving way (the table says so)."""
+    args = ["inventory", model, "--device", "h100", "--context", "128K"]
+    lines = _run(args, 80).stdout.splitlines()
+    wide = [line for line in lines if len(line) > 80]
+    assert not wide, f"{model} wider than 80 columns:\n" + "\n".join(wide)
+    if model == "deepseek-v3":  # the widest GEMM names: its copy counts give way
+        assert "left out to fit 80 columns: copies" in " ".join(lines)
+        assert "┃ copies ┃" in _run(args, 200).stdout
+
+
+def test_the_preset_list_fits_80_columns() -> None:
+    """Name, family, parameters and weights at 80 columns (the list was 111 wide); KV per
+    token and the rest come back on a wider screen, and its footnote goes with it."""
+    narrow = _run(["models"], 80).stdout
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    assert "left out to fit 80 columns: source, active, KV / token" in narrow
+    assert "+ fixed" not in narrow
+    assert re.search(r"│ kimi-k2\.5 +│ vlm +│ +1\.03 T │ +554 GiB int4 │", narrow)
+    assert re.search(r"│ whisper-large-v3 +│ enc-dec +│", narrow)
+    wide = _run(["models"], 200).stdout
+    assert "KV / token" in wide and "+ fixed" in wide and "left out" not in wide
+
+
+@pytest.mark.parametrize("command", ["kv --layers 80 --tokens 8000 --tp 16",
+                                     "kv --model gemma-2-9b --tokens 32K --block-size 16",
+                                     "kv --model jamba-v0.1 --sequences 4"])
+def test_state_tables_fit_80_columns(command: str) -> None:
+    """Row labels wrap (the TP row's label once held the table at 81 columns)."""
+    lines = _run(command.split(), 80).stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, "\n".join(lines)
+
+
+def test_the_width_table_fits_80_columns() -> None:
+    """Two-line headers keep the TP-width table within 80 columns (it was 86 wide)."""
+    args = ["placement", "deepseek-v3", "--device", "h200", "--count", "16", "--context", "32K"]
+    lines = _run(args, 80).stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    stop = next(i for i, line in enumerate(lines) if i > start and line.startswith("└"))
+    assert max(len(line) for line in lines[start:stop + 1]) <= 80
+
+
+@pytest.mark.parametrize("command", [
+    "route --experts 8 --top-k 2 --tokens 16 --seed 40603 --ep 4 --steps 200",
+    "route --model deepseek-v3 --tokens 64 --steps 200 --ep 8",
+])
+def test_routing_tables_fit_80_columns(command: str) -> None:
+    """Two-line traffic headers and wrapping labels (the per-rank table was 96 wide)."""
+    lines = _run(command.split(), 80).stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, "\n".join(lines)
+
+
+@pytest.mark.parametrize("device", ["h100-sxm", "b200", "mi300x"])
+def test_a_devices_figures_fit_80_columns(device: str) -> None:
+    """The figure labels wrap (one line held the table at 81 columns)."""
+    lines = _run(["devices", device], 80).stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, "\n".join(lines)

@@ -114,6 +114,45 @@ def test_use_case_presets_and_histograms(invoke: Invoke, tmp_path: Path) -> None
     assert run.code == 2 and "osl" in run.stderr
 
 
+@pytest.mark.parametrize("rows", ["500,100\nnan,100\n", "500,100\n1e3,100\n",
+                                  "isl,osl\n-5,100\n"])
+def test_a_length_row_that_is_not_a_count_is_bad_input(invoke: Invoke, tmp_path: Path,
+                                                       rows: str) -> None:
+    """Only the first line may be a header: a later row that is not a count was dropped
+    silently, changing the histogram."""
+    hist = tmp_path / "lengths.csv"
+    hist.write_text(rows)
+    run = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--lengths", str(hist),
+                 "--qps", "2")
+    assert run.code == 2 and run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
+    assert "lengths.csv" in run.stderr
+
+
+def test_weights_whose_sum_overflows_are_relative(invoke: Invoke, tmp_path: Path) -> None:
+    """Two weights of 1e308 sum past float range: once a ValueError (exit 3)."""
+    hist = tmp_path / "lengths.csv"
+    hist.write_text("isl,osl,weight\n500,100,1e308\n1500,100,1e308\n")
+    run = invoke("recommend", "llama-3.1-8b", "--device", "h100", "--lengths", str(hist),
+                 "--qps", "2", "--format", "json")
+    assert run.code == 0, run.stderr
+    assert run.json()["workload"]["histogram"][0]["weight"] == 1e308
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["--prices", "{}", "--provider", "ours"], "on_demand"),
+    (["--power-price", "1e307"], "--power-price"),
+])
+def test_a_price_past_float_range_is_bad_input(invoke: Invoke, tmp_path: Path,
+                                               args: list[str], field: str) -> None:
+    """$1e308 an hour once printed `Infinity` into the JSON as the monthly cost."""
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("prices:\n  - {device: h100-sxm, provider: ours, on_demand: 1e308,"
+                      " as_of: '2026-02-01', source: a test}\n")
+    run = invoke(*SEED, *[str(prices) if a == "{}" else a for a in args], "--format", "json")
+    assert run.code == 2 and run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
+    assert field in run.stderr
+
+
 def test_prices_file_overrides_the_catalog(invoke: Invoke, tmp_path: Path) -> None:
     prices = tmp_path / "prices.yaml"
     prices.write_text("prices:\n  - {device: h100-sxm, provider: ours, on_demand: 1.25,"

@@ -55,7 +55,9 @@ def test_table(invoke: Invoke) -> None:
     run = invoke(*CHAPTER, "--seed", CHAPTER_SEED, "--ep", "4", "--steps", "50")
     assert run.code == 0, run.stderr
     assert "busiest: expert 0 with 7 · mean 4 · straggler 1.75×" in run.stdout
-    assert "dispatch send" in run.stdout
+    lines = run.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if "┃ dispatch ┃" in line)
+    assert " send ┃" in lines[at + 1] and " recv ┃" in lines[at + 1]
     assert "vLLM" in run.stdout
     assert "Over 50 steps" in run.stdout
 

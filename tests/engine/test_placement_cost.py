@@ -74,3 +74,16 @@ def test_plans_of_one_shape_and_batch_share_their_times(monkeypatch: pytest.Monk
     distinct = {(p.tp, p.pp, p.ep, p.devices_per_replica, p.timing.batch)
                 for p in timed if p.timing is not None}
     assert sum(bounds.values()) <= len(distinct) < len(timed)
+
+
+def test_alike_stages_share_one_capacity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stages holding the same layers in the same pool are one capacity (and one search
+    for the longest context), however many stages and plans hold them."""
+    seen = _count(monkeypatch, paged.BlockPool, "capacity",
+                  key=lambda layout, pool: (layout, pool))
+    searches = _count(monkeypatch, paged, "longest_context")
+    result = plan_placement(load_model("llama-3.1-70b"), PlacementRequest(
+        device=resolve_device("h100"), count=64, context=2_000_000, allow_long_context=True))
+    assert any(p.pp >= 4 and p.longest_context for p in result.plans)
+    assert seen and max(seen.values()) == 1
+    assert sum(searches.values()) <= len(seen)

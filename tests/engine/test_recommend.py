@@ -6,6 +6,8 @@ import math
 from functools import cache
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_inventory.engine.recommend import (
     LengthBin,
@@ -182,3 +184,19 @@ def test_engines_come_from_the_registry() -> None:
         assert "not all-KV's" in only.estimate  # whose measurements the times come from
     finally:
         serving.unregister(engine)
+
+
+@settings(max_examples=200, derandomize=True, database=None, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.5, math.inf]),
+                          st.sampled_from([0.0, 1.0, 2.0, 7.25, math.inf])), max_size=30))
+def test_the_pareto_sweep_marks_what_the_pairwise_test_marks(
+        rates: list[tuple[float, float]]) -> None:
+    """The front is found in one sweep (thousands of plans made the pairwise test seconds);
+    ties, zeros and infinities included."""
+    from llm_inventory.engine.recommend.core import _front, _front_pairwise
+    from llm_inventory.engine.recommend.models import ParetoPoint
+
+    points = [ParetoPoint(device="d", engine="e", label=str(i), batch=1,
+                          tokens_per_s_per_gpu=g, tokens_per_s_per_user=u, on_front=False)
+              for i, (g, u) in enumerate(rates)]
+    assert [p.on_front for p in _front(points)] == [p.on_front for p in _front_pairwise(points)]

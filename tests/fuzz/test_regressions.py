@@ -338,3 +338,20 @@ def test_more_tensors_than_any_checkpoint(tmp_path: Path) -> None:
                           f'{2 * i + 2}]}}' for i in range(count)) + "}").encode()
     synthetic.write_raw(folder / "model.safetensors", raw, total=8 + len(raw) + 2 * count)
     refused(run(["inventory", folder]), "tensors", "262,144")
+
+
+@pytest.mark.parametrize("command", [["placement", "llama-3.1-8b", "--device", "h100"],
+                                     ["placement", "llama-3.1-8b", "--count", "1"]])
+def test_a_device_far_smaller_than_the_weights_is_quick(command: list[str]) -> None:
+    """--device-memory 1: the memory bars once trimmed billions of cells one at a time."""
+    outcome = run_limited([*command, "--device-memory", "1", "--limit", "3"])
+    assert outcome.code == 0
+    assert "weights leave no room" in outcome.stdout
+
+
+def test_a_long_prompt_in_tiny_chunks_is_quick() -> None:
+    """A 1G-token prompt prefilled 3 tokens a step: the time estimate once walked every chunk."""
+    outcome = run_limited(["placement", "llama-3.1-8b", "--device", "l4",
+                           "--max-num-batched-tokens", "3", "--prompt-tokens", "1G",
+                           "--max-model-len", "1G", "--limit", "2"])
+    assert outcome.code == 0

@@ -38,3 +38,10 @@ def test_placement_json_and_table_carry_trust(invoke: Invoke) -> None:
     assert timing["roofline_tpot_s"] < timing["tpot_s"]  # the bound is below the estimate
     table = invoke("placement", "llama-3.1-8b", "--device", "h100", "--count", "2").stdout
     assert "memory per device" in table and "trust: weights exact" in table
+
+
+def test_memory_bar_of_parts_far_past_the_total_is_quick_and_full() -> None:
+    """Weights of 16 GB on a 1-byte device once trimmed the bar one cell at a time."""
+    text = bar([16 * 10**9, 10**9, 0, 0], 1, width=32).plain
+    assert len(text) == 32
+    assert text.startswith("█") and "▓" in text

@@ -289,6 +289,26 @@ def test_hunyuan_refuses_mla() -> None:
                        "config.json")
 
 
+@pytest.mark.parametrize("odd", [[1, 2], {"a": 1}, None, "x"])
+@pytest.mark.parametrize("key", ["num_shared_expert", "moe_topk", "moe_intermediate_size"])
+def test_hunyuan_per_layer_lists_of_any_json_type_are_bad_input(key: str, odd: Any) -> None:
+    """An entry that cannot be hashed or ordered once raised TypeError (exit 3). The model
+    code never reads moe_intermediate_size: a note says it differs, as for any value."""
+    from llm_inventory.errors import InputError
+
+    config = _load("configs-2026-checkpoint-code/Hunyuan-A13B-Instruct--use-cla.json")
+    layers = config["num_hidden_layers"]
+    value = [config[key][0] if isinstance(config[key], list) else config[key]] * layers
+    value[layers // 2] = odd
+    if key == "moe_intermediate_size":
+        spec = from_hf_config({**config, key: value}, "config.json")
+        noted = any(note.startswith(f"{key} [") for note in spec.notes)
+        assert noted == (odd is not None)  # the other entries equal intermediate_size
+        return
+    with pytest.raises(InputError, match=key):
+        from_hf_config({**config, key: value}, "config.json")
+
+
 def test_llama4_maverick_interleaves_moe_layers() -> None:
     """interleave_moe_layer_step 2: 24 of 48 layers MoE (odd ones), each 128 experts of 8,192
     plus a shared one; dense layers use intermediate_size_mlp 16,384; chunked attention on

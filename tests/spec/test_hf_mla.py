@@ -193,6 +193,28 @@ def test_kimi_k25_counts_its_vision_tower_exactly() -> None:
     assert parts["projector"] == entry["components"]["model.mm_projector"]
 
 
+@pytest.mark.parametrize("kernel", [[1, [1, 2]], [2, {"a": 1}], [2, None], "x", [2], [0, 2]])
+def test_kimi_k25_merge_kernel_must_be_two_positive_integers(kernel: Any) -> None:
+    """An entry of another JSON type once raised TypeError in int() (exit 3)."""
+    from llm_inventory.errors import InputError
+
+    data = json.loads(_path("Kimi-K2.5.json").read_text())
+    data["vision_config"]["merge_kernel_size"] = kernel
+    with pytest.raises(InputError, match="merge_kernel_size"):
+        from_hf_config(data, "config.json")
+
+
+@pytest.mark.parametrize("model_type", [1073741824, "no_such_model", ["deepseek_v3"]])
+def test_kimi_k25_text_model_type_must_be_one_the_registry_reads(model_type: Any) -> None:
+    """An unknown or non-string text_config.model_type once raised KeyError (exit 3)."""
+    from llm_inventory.errors import InputError
+
+    data = json.loads(_path("Kimi-K2.5.json").read_text())
+    data["text_config"]["model_type"] = model_type
+    with pytest.raises(InputError, match="model_type"):
+        from_hf_config(data, "config.json")
+
+
 # --- GLM IndexShare, LongCat ranges --------------------------------------------------------
 
 def _glm(data: dict[str, Any]) -> HFConfig:

@@ -251,6 +251,14 @@ def test_an_unreachable_hub_is_one_line(tmp_path: Path) -> None:
     _one_line_exit_2(run, "org/tiny", "the connection failed")
 
 
+@pytest.mark.parametrize("endpoint", ["http://[::1", "http://hub:99999999", "http://hub:port",
+                                      "hub.example", "ftp://hub.example", "http://"])
+def test_an_endpoint_that_is_not_a_url_is_one_line(tmp_path: Path, endpoint: str) -> None:
+    """urllib (and huggingface_hub's import) raise ValueError on these: once exit 3."""
+    run = _run("kv", "--model", "org/tiny", cache=tmp_path / "hub", HF_ENDPOINT=endpoint)
+    _one_line_exit_2(run, "HF_ENDPOINT")
+
+
 # --- offline first ---------------------------------------------------------------------------
 
 

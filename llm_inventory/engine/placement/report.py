@@ -18,7 +18,7 @@ from llm_inventory.engine.placement.models import (
     WidthSummary,
 )
 from llm_inventory.engine.roofline import Timing, roofline
-from llm_inventory.engine.serving.base import KvCapacity, PoolLayout, StartupContext
+from llm_inventory.engine.serving.base import KvCapacity, KvLayer, PoolLayout, StartupContext
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
@@ -40,16 +40,26 @@ class Reporter:
         self._groups: list[TensorGroup] | None = None
         self._profiles: dict[tuple[int, int, int], WorkProfile | None] = {}
         self._model_work: ModelWork | None = None
-        self._capacities: dict[tuple[int, int], tuple[PoolLayout, KvCapacity]] = {}
+        self._capacities: dict[tuple[object, int], tuple[PoolLayout, KvCapacity]] = {}
         self._timings: dict[tuple[int, ...], Timing | None] = {}
+        self._longest: dict[tuple[tuple[KvLayer, ...], int], int] = {}
 
     def capacity(self, layout: PoolLayout, pool: int) -> KvCapacity:
         """`layout.capacity(pool)`, once per (layout, pool) in a search: a plan asks for its
         binding stage's, every stage's start-up figures and, when a request does not fit,
         each stage's longest context (a search over max_model_len)."""
-        key = (id(layout), pool)
-        found = self._capacities.get(key)
-        if found is None:  # the layout is kept beside its figures, so its id stays its own
+        # Keyed by the layout's content (every engine's layout is a frozen dataclass): the
+        # stages of a deep pipeline mostly hold alike layers, and a stage that cannot hold
+        # one request searches max_model_len, so a distinct layout object per stage and plan
+        # repeated that search millions of times (pp 1,024 over 4,096 layers).
+        key: tuple[object, int]
+        try:
+            key = (layout, pool)
+            found = self._capacities.get(key)
+        except TypeError:  # an unhashable layout: kept beside its figures, so its id stays
+            key = (id(layout), pool)
+            found = self._capacities.get(key)
+        if found is None:
             found = self._capacities[key] = (layout, layout.capacity(pool))
         return found[1]
 
@@ -173,11 +183,17 @@ class Reporter:
             elif cap.longest_context is not None:
                 found.append(cap.longest_context)
             else:
-                found.append(longest_context(
-                    facts.kv_layers(sized.shape.tp, r.start, r.stop), pool,
-                    block_size=facts.settings.block_size,
-                    max_num_batched_tokens=facts.settings.max_num_batched_tokens,
-                    upper=facts.context))
+                # Stages holding the same layers in the same pool have the same answer: a
+                # search over max_model_len once per kind of stage, not once per stage of
+                # every plan (pp 1,024 over 4,096 layers asked it millions of times).
+                layers = facts.kv_layers(sized.shape.tp, r.start, r.stop)
+                key = (layers, pool)
+                if key not in self._longest:
+                    self._longest[key] = longest_context(
+                        layers, pool, block_size=facts.settings.block_size,
+                        max_num_batched_tokens=facts.settings.max_num_batched_tokens,
+                        upper=facts.context)
+                found.append(self._longest[key])
         return min(found)
 
     def devices_needed(self, sized: Sized) -> int | None:

@@ -51,14 +51,18 @@ class Lengths:
 def _lengths(request: RecommendRequest) -> Lengths:
     w = request.workload
     bins = list(w.histogram) or [LengthBin(isl=w.isl, osl=w.osl)]
-    total = sum(b.weight for b in bins)
-    isl = sum(b.isl * b.weight for b in bins) / total
-    osl = sum(b.osl * b.weight for b in bins) / total
+    weights = [b.weight for b in bins]
+    total = sum(weights)
+    if not math.isfinite(total):  # finite weights whose sum is not: relative ones instead
+        weights = [x / max(weights) for x in weights]
+        total = sum(weights)
+    isl = sum(b.isl * x for b, x in zip(bins, weights, strict=True)) / total
+    osl = sum(b.osl * x for b, x in zip(bins, weights, strict=True)) / total
     if len(bins) == 1:
         sample = [(bins[0].isl, bins[0].osl)]
     else:
         rng = Random(request.seed)
-        picked = rng.choices(bins, weights=[b.weight for b in bins], k=request.samples)
+        picked = rng.choices(bins, weights=weights, k=request.samples)
         sample = [(b.isl, b.osl) for b in picked]
     return Lengths(bins=bins, isl=isl, osl=osl, sample=sample)
 
@@ -422,7 +426,37 @@ def _order(plans: list[RecommendedPlan], objective: str, percentile: str) -> \
 
 
 def _front(points: list[ParetoPoint]) -> list[ParetoPoint]:
-    """Mark the points no other beats on both tokens/s per GPU and per user."""
+    """Mark the points no other beats on both tokens/s per GPU and per user.
+
+    One sweep in falling tokens/s per GPU, not every pair (thousands of plans over several
+    devices and engines made the pairwise test seconds): a point is beaten when a point of
+    a higher per-GPU rate is at least as fast per user, or one of the same per-GPU rate is
+    faster per user.
+    """
+    if any(math.isnan(p.tokens_per_s_per_gpu) or math.isnan(p.tokens_per_s_per_user)
+           for p in points):
+        return _front_pairwise(points)  # NaN orders nothing; only the pairwise test is exact
+    order = sorted(range(len(points)), key=lambda i: -points[i].tokens_per_s_per_gpu)
+    dominated = [False] * len(points)
+    higher: float | None = None  # the best per-user rate among a higher per-GPU rate
+    start = 0
+    while start < len(order):
+        rate = points[order[start]].tokens_per_s_per_gpu
+        stop = start
+        while stop < len(order) and points[order[stop]].tokens_per_s_per_gpu == rate:
+            stop += 1
+        group = order[start:stop]
+        best = max(points[i].tokens_per_s_per_user for i in group)
+        for i in group:
+            user = points[i].tokens_per_s_per_user
+            dominated[i] = (higher is not None and higher >= user) or best > user
+        higher = best if higher is None else max(higher, best)
+        start = stop
+    return [p.model_copy(update={"on_front": not d}) for p, d in zip(points, dominated,
+                                                                      strict=True)]
+
+
+def _front_pairwise(points: list[ParetoPoint]) -> list[ParetoPoint]:
     out = []
     for a in points:
         dominated = any(b.tokens_per_s_per_gpu >= a.tokens_per_s_per_gpu

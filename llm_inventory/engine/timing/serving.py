@@ -46,16 +46,18 @@ class Served:
 def prefill_alone(p: WorkProfile, cal: Calibration, isl: int, chunk: int) -> float:
     """Seconds from a lone prompt's arrival to its first token (nothing else running)."""
     steps = max(1, math.ceil(isl / chunk))
+    # Each chunk attends what came before it: its share of the prompt's attention, which
+    # depends on its size only. Every chunk but the last is full, so they cost the same:
+    # priced once, not once per chunk (a 2^30-token prompt in chunks of 1 would loop 2^30
+    # times).
+    full = steps - 1
     total = 0.0
-    done = 0
-    for i in range(steps):
-        size = min(chunk, isl - done)
-        # each chunk attends what came before it: its share of the prompt's attention
-        cost = round_time(p, cal, Load(decode=0, context=1, prefill=size, prompt=isl,
-                                       prompts=1 if i == steps - 1 else 0), chunk)
-        total += cost.seconds
-        done += size
-    return total
+    if full:
+        total = full * round_time(p, cal, Load(decode=0, context=1, prefill=chunk, prompt=isl,
+                                                prompts=0), chunk).seconds
+    last = isl - full * chunk
+    return total + round_time(p, cal, Load(decode=0, context=1, prefill=last, prompt=isl,
+                                           prompts=1), chunk).seconds
 
 
 def static_batch(p: WorkProfile, cal: Calibration, batch: int, isl: int, osl: int) -> float:

@@ -22,9 +22,10 @@ def _uniform(c: HFConfig, key: str, *, minimum: int = 1) -> int:
         if len(value) != layers:
             raise InputError(f"{c.label}: {key}",
                              f"has {len(value)} entries for {layers} layers")
-        if len(set(map(repr, value))) != 1:
+        shown = sorted(set(map(repr, value)))  # reprs: the entries may be of any JSON type
+        if len(shown) != 1:
             raise InputError(f"{c.label}: {key}",
-                             f"differs between layers ({sorted(set(value))}); only one value "
+                             f"differs between layers ({', '.join(shown)}); only one value "
                              "for every layer is supported")
         return HFConfig({key: value[0]}, c.label).integer(key, minimum=minimum)
     return c.integer(key, minimum=minimum)
@@ -78,9 +79,12 @@ def hunyuan(c: HFConfig) -> ModelSpec:
                   shared_intermediate_size=size * shared)
     notes: list[str] = []
     moe_size = c.raw("moe_intermediate_size")
-    sizes = set(moe_size if isinstance(moe_size, list) else [moe_size]) - {None}
-    if moe is not None and sizes and sizes != {size}:
-        notes.append(f"moe_intermediate_size {sorted(sizes)} differs from intermediate_size "
+    # Not read by the model's code, only noted: reprs, since its entries may be any JSON.
+    sizes = {repr(v) for v in (moe_size if isinstance(moe_size, list) else [moe_size])} - {
+        "None"}
+    if moe is not None and sizes and sizes != {repr(size)}:
+        notes.append(f"moe_intermediate_size [{', '.join(sorted(sizes))}] differs from "
+                     f"intermediate_size "
                      f"{size}: the checkpoint's modelling code builds experts of "
                      "intermediate_size, which these counts follow; vLLM's hunyuan_v1.py reads "
                      "moe_intermediate_size")

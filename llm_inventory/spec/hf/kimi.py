@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_inventory.errors import InputError, excerpt
 from llm_inventory.spec.hf import HFConfig, registry
 from llm_inventory.spec.hf.common import extra, linear, norm, sub_config, vlm_model
 from llm_inventory.spec.hf.vision import vit
@@ -41,15 +42,22 @@ def kimi_k25(c: HFConfig) -> ModelSpec:
     kernel's patches. A `kimi_k2` text_config is read as DeepSeek-V3 (`Kimi_K25Config`
     does the same)."""
     raw = c.sub("text_config").raw("model_type")
-    text_type = "deepseek_v3" if raw in (None, "kimi_k2") else str(raw)
-    kind, text = sub_config(c, "text_config", text_type)
+    # sub_config refuses a model_type that is not a name; the registry, one it cannot read
+    kind, text = sub_config(c, "text_config", "deepseek_v3" if raw in (None, "kimi_k2") else raw)
+    if not registry.is_text_model(kind):
+        raise InputError(f"{text.label}: model_type",
+                         f"unsupported language model {kind!r} in a {c.raw('model_type')} "
+                         "config")
     language = registry.builder(kind)(text)
     decoder = language.decoder
     assert decoder is not None
     v = _vision(c)
     hidden, patch = v.integer("hidden_size"), v.integer("patch_size")
-    kernel = v.raw("merge_kernel_size") or [2, 2]
-    merge = int(kernel[0]) * int(kernel[1])
+    kernel = v.int_list("merge_kernel_size") or [2, 2]
+    if len(kernel) != 2 or 0 in kernel:
+        raise InputError(f"{v.label}: merge_kernel_size",
+                         f"must be two positive integers, got {excerpt(kernel)}")
+    merge = kernel[0] * kernel[1]
     stem = [extra("patch_embed.proj.weight", [hidden, 3, patch, patch]),
             extra("patch_embed.proj.bias", [hidden]),
             extra("patch_embed.pos_emb.position_embeddings",
@@ -62,7 +70,7 @@ def kimi_k25(c: HFConfig) -> ModelSpec:
     # Images run at native resolution; the learned grid's size stands for one
     # (64 × 14 = 896 px: 4,096 patches, 1,024 tokens after the 2 × 2 merge).
     side = v.integer("pos_emb_height") * patch
-    media = Media(image_size=side, patch_size=patch, spatial_merge_size=int(kernel[0]))
+    media = Media(image_size=side, patch_size=patch, spatial_merge_size=kernel[0])
     encoder = Encoder(kind="vision", stack=tower, media=media, projector=projector)
     tied = c.flag("tie_word_embeddings")
     spec = vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), encoder, text,

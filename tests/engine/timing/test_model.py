@@ -103,3 +103,18 @@ def test_the_straggler_closed_form_matches_the_routing_simulation(
                                                 ep=ep, steps=200, seed=1)).device_straggler
     assert simulated is not None
     assert ep_straggler(experts, top_k, tokens, ep) == pytest.approx(simulated.mean, rel=0.08)
+
+
+def test_a_chunked_prefill_is_priced_per_chunk_size_not_per_chunk() -> None:
+    """Full chunks cost the same; a 2^30-token prompt in chunks of 1 once looped 2^30 times."""
+    p = profile()
+
+    def chunk_by_chunk(isl: int, chunk: int) -> float:
+        steps = -(-isl // chunk)
+        return sum(round_time(p, CAL, Load(decode=0, context=1, prefill=min(chunk, isl - i * chunk),
+                                           prompt=isl, prompts=int(i == steps - 1)),
+                              chunk).seconds for i in range(steps))
+
+    for isl, chunk in [(1000, 8192), (8192, 8192), (10_000, 512), (10_001, 7)]:
+        assert prefill_alone(p, CAL, isl, chunk) == pytest.approx(chunk_by_chunk(isl, chunk))
+    assert prefill_alone(p, CAL, 2**30, 1) > prefill_alone(p, CAL, 2**20, 1) > 0
