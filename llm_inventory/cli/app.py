@@ -2,7 +2,7 @@
 
 This module is also the single error boundary: every failure becomes one line on stderr and
 an exit code (ExitCode), never a traceback unless `--debug` (anywhere on the command line) or
-INVENTORY_DEBUG asks for one.
+INVENTORY_DEBUG (any value but empty, 0, false, no or off) asks for one.
 """
 
 from __future__ import annotations
@@ -170,6 +170,11 @@ class BoundedCommand(HelpCommand):
         return rest
 
 
+def _env_flag(name: str) -> bool:
+    """An on/off environment variable: unset, empty, 0, false, no and off are off."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 class InventoryGroup(lazy.LazyGroup):
     """A Typer group whose `main` turns every error into one line and an exit code."""
 
@@ -185,7 +190,7 @@ class InventoryGroup(lazy.LazyGroup):
         from llm_inventory.errors import CheckFailed, InputError
 
         argv, debug = _split_debug(list(sys.argv[1:] if args is None else args))
-        debug = debug or bool(os.environ.get("INVENTORY_DEBUG"))
+        debug = debug or _env_flag("INVENTORY_DEBUG")
         argv, self.strict = _take_strict(argv)
         try:
             result = super().main(

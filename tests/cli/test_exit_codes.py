@@ -78,6 +78,24 @@ def test_debug_anywhere_shows_the_traceback(monkeypatch: pytest.MonkeyPatch,
         app_module.main(argv)
 
 
+@pytest.mark.parametrize("value", ["1", "yes", "on", "true"])
+def test_inventory_debug_on_shows_the_traceback(monkeypatch: pytest.MonkeyPatch,
+                                                value: str) -> None:
+    _break_the_engine(monkeypatch)
+    monkeypatch.setenv("INVENTORY_DEBUG", value)
+    with pytest.raises(ZeroDivisionError, match="a deliberate bug"):
+        app_module.main(["kv"])
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "No", "off"])
+def test_inventory_debug_off_keeps_one_line(invoke: Invoke, monkeypatch: pytest.MonkeyPatch,
+                                            value: str) -> None:
+    _break_the_engine(monkeypatch)
+    monkeypatch.setenv("INVENTORY_DEBUG", value)
+    run = invoke("kv")
+    assert run.code == ExitCode.INTERNAL and run.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("argv", [["kv", "--debug"], ["kv", "--layers", "8", "--debug"]])
 def test_debug_after_the_command_is_accepted(invoke: Invoke, argv: list[str]) -> None:
     run = invoke(*argv)
