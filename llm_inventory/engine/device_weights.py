@@ -18,6 +18,7 @@ from llm_inventory.engine.params import count_parameters
 from llm_inventory.engine.serving.base import ExpertPadding, ServingEngine
 from llm_inventory.engine.tensors import model_tensors
 from llm_inventory.engine.weights import copy_bytes, quantized_bits
+from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import (
     CheckpointFacts,
     Component,
@@ -66,21 +67,38 @@ class PaddedExperts:
     layers: frozenset[int]
 
     def rank_bytes(self, tp: int, ep: int, start: int, stop: int) -> float:
-        """Expert bytes of one rank over layers start … stop − 1: the per-rank intermediate
-        and the hidden size rounded up to the kernels' multiples (`ExpertPadding`)."""
+        """Expert bytes of one rank over layers start … stop − 1, laid out as `ExpertPadding`
+        says: the per-rank intermediate and the hidden size rounded up to the kernel's
+        multiples, then each matrix's values and scales padded by its swizzle."""
         pad = self.pad
-        inter = -(-(self.intermediate // (1 if ep > 1 else tp)) // pad.intermediate) \
-            * pad.intermediate
-        hidden_in = -(-self.hidden // pad.hidden) * pad.hidden
+        inter = _round_up(self.intermediate // (1 if ep > 1 else tp), pad.intermediate)
+        hidden_in = _round_up(self.hidden, pad.hidden)
         hidden_out = hidden_in if pad.hidden_out else self.hidden
         up = 2 * inter if self.gated else inter
-        bits = (quantized_bits((up, hidden_in), 1, self.quant)
-                + quantized_bits((hidden_out, inter), 1, self.quant))
+        bits = self._matrix_bits(up, hidden_in) + self._matrix_bits(hidden_out, inter)
         if self.bias:
-            bits += (up + hidden_out) * 16
+            bits += (up + hidden_out) * pad.bias_bits
         experts = max(expert_rank_counts(self.experts, ep)) if ep > 1 else self.experts
         layers = sum(1 for layer in self.layers if start <= layer < stop)
         return bits / 8 * experts * layers
+
+    def _matrix_bits(self, rows: int, reduction: int) -> float:
+        """One expert matrix [rows, reduction]: its values with the swizzle's padding, its
+        scales (one per group of the reduction) padded, plus the loaded copy when kept."""
+        q, pad = self.quant, self.pad
+        if q.group_size is None:
+            return quantized_bits((rows, reduction), 1, q)
+        packed = -(-int(reduction * q.bits) // 8)
+        values = _round_up(rows, pad.rows) * _round_up(packed, pad.reduction_bytes) * 8
+        groups = -(-reduction // q.group_size)
+        scales = _round_up(rows, pad.scale_rows) * _round_up(groups, pad.scale_groups)
+        if pad.scale_copies > 1:
+            scales += (pad.scale_copies - 1) * rows * groups
+        return values + scales * q.scale_bits
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
 
 
 _KV_NAMES = ("k_proj", "v_proj", "attn_k.", "attn_v.")
@@ -134,14 +152,15 @@ def _from_checkpoint(spec: ModelSpec, facts: CheckpointFacts, act_bits: int,
 
 
 def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
-                  engine: ServingEngine, use_checkpoint: bool = True) -> WeightLayout:
-    """Weight bytes per layer and sharding rule, with what `engine` adds at load time: its
-    absorbed MLA copies, its padded expert matrices and its runtime buffers."""
+                  engine: ServingEngine, use_checkpoint: bool = True,
+                  device: Device | None = None) -> WeightLayout:
+    """Weight bytes per layer and sharding rule, with what `engine` adds at load time on
+    `device`: its absorbed MLA copies, its padded expert matrices and its runtime buffers."""
     stack = spec.decoder
     act_dtype = "bf16" if DTYPE_BITS[dtype] < 16 else dtype
     act_bits = dtype_bits(act_dtype)
     facts = spec.checkpoint
-    pad = engine.expert_padding(spec) if q is not None else None
+    pad = engine.expert_padding(spec, device) if q is not None else None
     if (use_checkpoint and facts is not None and facts.headers_read and facts.tensors
             and spec.coarse is None and not pad):
         layout = _from_checkpoint(spec, facts, act_bits, engine)

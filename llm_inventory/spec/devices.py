@@ -43,6 +43,7 @@ FIGURE_FIELDS = (
     "fp8_flops",
     "fp4_flops",
     "tdp_watts",
+    "compute_capability",
     "devices_per_node",
     "intra_node_bandwidth_bytes_per_s",
     "inter_node_bandwidth_bytes_per_s",
@@ -103,10 +104,21 @@ def _number(value: Any) -> Any:
     return value
 
 
+def _capability(value: Any) -> Any:
+    """Accept `9.0` and `10` as YAML reads them (numbers) as well as the text "9.0"."""
+    if isinstance(value, bool):
+        raise _invalid("expected a compute capability such as 9.0, got a boolean")
+    if isinstance(value, int | float):
+        return f"{float(value):.1f}"
+    return value
+
+
 # Upper bounds only catch nonsense (a typo'd exponent), far above any device (bounds.py).
 Bytes = Annotated[int, Field(gt=0, le=SIZE.limit), BeforeValidator(_bytes)]
 Flops = Annotated[int, Field(gt=0, le=DEVICE_FLOPS.limit), BeforeValidator(_number)]
 Count = Annotated[int, Field(gt=0, le=DEVICES_PER_NODE.limit), BeforeValidator(_number)]
+# CUDA compute capability, major.minor ("9.0").
+Capability = Annotated[str, Field(pattern=r"^[0-9]{1,2}\.[0-9]$"), BeforeValidator(_capability)]
 # A board's power draw: far past any accelerator's (a GB200 superchip draws 2,700 W).
 Watts = Annotated[int, Field(gt=0, le=100_000), BeforeValidator(_number)]
 
@@ -145,6 +157,11 @@ class Device(BaseModel):
     )
     tdp_watts: Watts | None = Field(
         default=None, description="Board power limit (TDP), W: what an owned device draws."
+    )
+    compute_capability: Capability | None = Field(
+        default=None,
+        description="CUDA compute capability (major.minor): the generation engines pick "
+        "kernels by; None for other vendors' devices.",
     )
     devices_per_node: Count | None = None
     node: str | None = Field(default=None, max_length=300)

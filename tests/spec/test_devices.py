@@ -245,6 +245,8 @@ def test_single_device_and_bare_list_with_sizes(tmp_path: Path) -> None:
          "devices.0.fp8_flops"),
         ("devices:\n  - {id: a, name: A, memory_bytes: 1, sources: {speed: x}}\n",
          "devices.0.sources"),
+        ("devices:\n  - {id: a, name: A, memory_bytes: 1, compute_capability: sm90}\n",
+         "devices.0.compute_capability"),
         ("devices:\n  - {id: 'a b!', name: A, memory_bytes: 1}\n", "devices.0.id"),
         ("id: a\nname: A\n", "memory_bytes"),
         ("just a string\n", "expected a device mapping"),
@@ -334,3 +336,16 @@ def test_board_power_and_fp4() -> None:
     for device in CATALOG:
         if device.fp4_flops is not None and device.fp8_flops is not None:
             assert device.fp4_flops >= device.fp8_flops
+
+
+def test_nvidia_devices_name_their_cuda_generation() -> None:
+    """The compute capability engines pick kernels by (vLLM's MXFP4 backends): every NVIDIA
+    device has one, no other vendor's does."""
+    for device in CATALOG:
+        assert (device.compute_capability is not None) == (device.vendor == "nvidia"), device.id
+    assert [resolve_device(d).compute_capability for d in ("h100", "b200", "a100-80gb",
+                                                             "l40s", "rtx-5090")] == \
+        ["9.0", "10.0", "8.0", "8.9", "12.0"]
+    assert custom_device(80 * 2**30, resolve_device("h200")).compute_capability == "9.0"
+    assert Device(id="x", name="X", memory_bytes=1, compute_capability=12).compute_capability \
+        == "12.0"

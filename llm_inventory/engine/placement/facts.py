@@ -314,7 +314,8 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         per_node=request.per_node or device.devices_per_node or request.count,
         weight_dtype=weight_dtype, quant=quant, scheme=describe_weights(spec, request.dtype),
         # A checkpoint's own tensors, as stored, unless the weights are re-typed at load.
-        layout=weight_layout(spec, weight_dtype, quant, engine, request.dtype is None),
+        layout=weight_layout(spec, weight_dtype, quant, engine, request.dtype is None,
+                             device),
         kv_dtype=kv,
         act_bits=DTYPE_BITS[activation_dtype(spec)],
         state=engine.state_layers(spec, state_layers(spec), settings), stack=stack,

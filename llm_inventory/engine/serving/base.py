@@ -30,13 +30,26 @@ FlagValue = str | int | float | bool
 
 @dataclass(frozen=True)
 class ExpertPadding:
-    """How a MoE kernel pads expert matrices at load time: each rank's intermediate size to
-    a multiple of `intermediate`, the hidden size to a multiple of `hidden` as gate_up's
-    reduction dimension, and as down's output too when `hidden_out`."""
+    """How a MoE kernel lays out quantized expert matrices at load time.
+
+    The weights are created with each rank's intermediate size rounded up to a multiple of
+    `intermediate` and the hidden size to `hidden` as gate_up's reduction dimension (and as
+    down's output too when `hidden_out`). A swizzle then pads each packed value matrix's
+    output rows to a multiple of `rows` and its reduction to `reduction_bytes` bytes, and
+    each scale matrix's rows to `scale_rows` and its columns to `scale_groups`;
+    `scale_copies` is 2 when the checkpoint's scales stay loaded beside the swizzled ones;
+    biases are held at `bias_bits`.
+    """
 
     intermediate: int
-    hidden: int
+    hidden: int = 1
     hidden_out: bool = False
+    rows: int = 1
+    reduction_bytes: int = 1
+    scale_rows: int = 1
+    scale_groups: int = 1  # scale columns (one per quantization group) padded to a multiple
+    scale_copies: int = 1
+    bias_bits: int = 16
 
 
 class LaunchSettings(BaseModel):
@@ -333,8 +346,9 @@ class ServingEngine(ABC):
         up-projection split per head in the activation dtype when `absorbs_mla`."""
         return kv_b_elements * act_bits // 8 if self.absorbs_mla else 0
 
-    def expert_padding(self, spec: ModelSpec) -> ExpertPadding | None:
-        """How expert matrices are padded at load time, when the engine does."""
+    def expert_padding(self, spec: ModelSpec, device: Device | None = None
+                       ) -> ExpertPadding | None:
+        """How expert matrices are padded at load time on `device`, when the engine does."""
         return None
 
     def runtime_buffer_bytes(self, spec: ModelSpec, dtype: str) -> int:

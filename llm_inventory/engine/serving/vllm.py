@@ -18,9 +18,9 @@ Rules, each from vLLM's source:
 - Weights: vocabulary tables padded to a multiple of 64 rows (`pad_vocab_size`,
   vllm/model_executor/layers/vocab_parallel_embedding.py); MLA backends keep the kv_b
   up-projection split per head (W_UK, W_UV) in the activation dtype beside the weight
-  (`MLACommonImpl.process_weights_after_loading`); MXFP4 MoE kernels on Hopper pad each
-  rank's intermediate and every matmul's reduction dimension to a multiple of 256
-  (vllm/model_executor/layers/quantization/mxfp4.py); the rotary cos/sin caches
+  (`MLACommonImpl.process_weights_after_loading`); MXFP4 experts take the layout of the
+  release's default backend on the GPU (`mxfp4_experts`,
+  vllm/model_executor/layers/quantization/mxfp4.py); the rotary cos/sin caches
   (`get_rope`, vllm/model_executor/layers/rotary_embedding) stay with the weights.
 - The reserve (non-torch memory, forward and sampler peaks) is an estimate calibrated on
   vLLM 0.19 start-ups: see `vllm_reserve.py`.
@@ -28,6 +28,7 @@ Rules, each from vLLM's source:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -53,13 +54,73 @@ from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import dtype_bits
 
 GIB = 2**30
-EXPERTS_256 = ExpertPadding(intermediate=256, hidden=256)
+
+# MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
+EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
+EXPERTS_FLASHINFER_TRTLLM = ExpertPadding(intermediate=256, hidden=256, hidden_out=True,
+                                          bias_bits=32)
+EXPERTS_TRITON_HOPPER = ExpertPadding(intermediate=64, rows=16, reduction_bytes=32,
+                                      scale_rows=256, scale_groups=2, scale_copies=2,
+                                      bias_bits=32)
+EXPERTS_TRITON_HOPPER_PREPADDED = ExpertPadding(intermediate=64, rows=64, reduction_bytes=64,
+                                                scale_rows=256, scale_groups=2,
+                                                scale_copies=2, bias_bits=32)
+HOPPER = (9, 0)  # the generation a device of unknown capability is taken for
 
 
 def mxfp4_moe(spec: ModelSpec) -> bool:
     """An MoE model whose checkpoint stores its experts in MXFP4 (gpt-oss)."""
     q, stack = spec.quantization, spec.decoder
     return q is not None and q.method == "mxfp4" and stack is not None and bool(stack.moe)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def mxfp4_experts(version: str, device: Device | None) -> ExpertPadding:
+    """How vLLM `version` lays out MXFP4 experts on `device`, as its wheel installs.
+
+    Backend (`get_mxfp4_backend`, vllm/model_executor/layers/quantization/mxfp4.py, to
+    0.18; `select_mxfp4_moe_backend`, vllm/model_executor/layers/fused_moe/oracle/mxfp4.py,
+    from 0.19), no VLLM_* override set:
+    - to 0.11.0: Marlin on every GPU (0.10 pins torch 2.7, below the 2.8 Triton needs; the
+      wheels ship no triton_kernels and FlashInfer is an extra);
+    - 0.11.1 and 0.11.2: FlashInfer TRT-LLM (BF16) on capability 10.0 (FlashInfer now a
+      dependency), Marlin elsewhere;
+    - from 0.12 (triton_kernels vendored as vllm/third_party/triton_kernels): Triton on
+      Hopper, FlashInfer TRT-LLM on 10.0 (the whole 10.x family from 0.13), Marlin on
+      Ampere, Ada and 12.x (Triton wants 9.0 ≤ capability < 11.0). A device of unknown
+      capability is taken as Hopper.
+    Layouts (`Mxfp4MoEMethod.create_weights` and `process_weights_after_loading`; from 0.19
+    `mxfp4_round_up_hidden_size_and_intermediate_size` and
+    `convert_to_mxfp4_moe_kernel_format`):
+    - Marlin: intermediate to 128, hidden to 256 in and out; `prepare_moe_fp4_layer_for_marlin`
+      (quantization/utils/marlin_utils_fp4.py) repacks in place, one-byte scales, bf16 biases;
+    - FlashInfer TRT-LLM: intermediate and hidden to 256, in and out; shuffled copies replace
+      the loaded tensors, biases cast to fp32;
+    - Triton: intermediate to 64; `_swizzle_mxfp4` (quantization/utils/mxfp4_utils.py)
+      re-lays values as `HopperMXValueLayout` (triton_kernels tensor_details/layout_details/
+      hopper_value.py: output rows to 16 and the packed reduction to 32 B in the 3.5 copy of
+      0.12–0.16; both pre-padded to 64 in the 3.6 copy from 0.17) and scales as
+      `HopperMXScaleLayout` (hopper_scale.py: rows to 2·2·8 × 8 warps = 256, columns to 2);
+      the swizzled values replace the loaded ones, the loaded scales stay registered beside
+      their swizzled copies, biases are cast to fp32.
+    """
+    release = _release(version)
+    capability = HOPPER
+    if device is not None and device.compute_capability is not None:
+        major, _, minor = device.compute_capability.partition(".")
+        capability = (int(major), int(minor or 0))
+    if release < (0, 11, 1):
+        return EXPERTS_MARLIN
+    if capability == (10, 0) or (capability[0] == 10 and release >= (0, 13)):
+        return EXPERTS_FLASHINFER_TRTLLM
+    if release < (0, 12):
+        return EXPERTS_MARLIN
+    if capability[0] == 9:
+        return EXPERTS_TRITON_HOPPER if release < (0, 17) else EXPERTS_TRITON_HOPPER_PREPADDED
+    return EXPERTS_MARLIN
 
 
 def bool_flag(flags: dict[str, FlagValue], name: str) -> bool:
@@ -106,7 +167,11 @@ class VllmV1(ServingEngine):
          "pad_vocab_size"),
         ("MLA W_UK/W_UV copies in the activation dtype",
          "vllm/attention/backends/mla MLACommonImpl.process_weights_after_loading"),
-        ("MXFP4 MoE padding to 256 on Hopper", "vllm/model_executor/layers/quantization/mxfp4.py"),
+        ("MXFP4 experts by backend and GPU: Triton on Hopper (intermediate to 64, swizzled "
+         "values and scales, the loaded scales kept), FlashInfer TRT-LLM on Blackwell (256), "
+         "Marlin elsewhere (128 and 256)", "vllm/model_executor/layers/quantization/mxfp4.py "
+         "get_mxfp4_backend, Mxfp4MoEMethod; vllm/model_executor/layers/fused_moe/oracle/"
+         "mxfp4.py select_mxfp4_moe_backend"),
         ("rotary cos/sin caches at the scaled length",
          "vllm/model_executor/layers/rotary_embedding get_rope"),
         ("reserve: non-torch memory, forward and sampler peaks (estimate, calibrated on 0.19 "
@@ -148,10 +213,21 @@ class VllmV1(ServingEngine):
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_vllm(argv)
 
-    def expert_padding(self, spec: ModelSpec) -> ExpertPadding | None:
-        """MXFP4 MoE kernels (Hopper) pad each rank's expert intermediate and every matmul's
-        reduction dimension to a multiple of 256 when they load the weights."""
-        return EXPERTS_256 if mxfp4_moe(spec) else None
+    def expert_padding(self, spec: ModelSpec, device: Device | None = None
+                       ) -> ExpertPadding | None:
+        """MXFP4 experts as this release's default backend on `device` lays them out
+        (`mxfp4_experts`)."""
+        return mxfp4_experts(self.version, device) if mxfp4_moe(spec) else None
+
+    def at_version(self, version: str) -> ServingEngine:
+        """This era answering as release `version` (its MXFP4 backends differ inside it)."""
+        if version == self.version:
+            return self
+        variant = type(f"{type(self).__name__}_{version.replace('.', '_')}", (type(self),),
+                       {"version": version, "label": f"vLLM {version}"})
+        engine: ServingEngine = copy.copy(self)
+        engine.__class__ = variant
+        return engine
 
     def context_limit(self, spec: ModelSpec) -> int | None:
         """The derived max_model_len (`_get_and_verify_max_len`, vllm/config/model.py): the

@@ -14,9 +14,9 @@ Rules, each from vLLM's V0 source:
   576-element bf16 latent costs 1,280 B per layer instead of 1,152. Every attention layer
   pays per token (no hybrid groups); non-attention state (Mamba) is not in the block.
 - CPU blocks: ⌊swap_space ÷ cache_block_size⌋, swap_space 4 GiB by default.
-- MXFP4 experts (gpt-oss, from 0.10.1) load through Marlin on Hopper, which pads each
+- MXFP4 experts (gpt-oss, from 0.10.1) load through Marlin on every GPU, which pads each
   rank's intermediate to 128 and the hidden size to 256 (`Mxfp4MoEMethod.create_weights`,
-  vllm/model_executor/layers/quantization/mxfp4.py).
+  vllm/model_executor/layers/quantization/mxfp4.py; `mxfp4_experts` in the V1 module).
 - Defaults (vllm/engine/arg_utils.py `EngineArgs`; vllm/config.py `SchedulerConfig`):
   gpu_memory_utilization 0.90, block size 16, max_num_seqs 256; chunked prefill turned on for
   max_model_len above 32K, then max_num_batched_tokens 2048, else max(max_model_len, 2048).
@@ -52,7 +52,7 @@ from llm_inventory.engine.serving.base import (
     StartupContext,
     StartupReport,
 )
-from llm_inventory.engine.serving.vllm import VllmV1, mxfp4_moe
+from llm_inventory.engine.serving.vllm import VllmV1, mxfp4_experts, mxfp4_moe
 from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -61,7 +61,6 @@ from llm_inventory.units import dtype_bits
 
 GIB = 2**30
 LONG_CONTEXT = 32 * 1024  # V0 turns chunked prefill on above this max_model_len
-EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
 SWAP_SPACE_GIB = 4.0
 
 
@@ -252,13 +251,11 @@ class VllmV0(VllmV1):
         parts = tuple(int(p) for p in self.version.split(".") if p.isdigit())
         return (0, 7, 1) <= parts < (0, 8)
 
-    def expert_padding(self, spec: ModelSpec) -> ExpertPadding | None:
-        """MXFP4 experts through Marlin, the backend of these releases on Hopper (their
-        torch predates 2.8, which the Triton backend needs; `get_mxfp4_backend`): each rank's
-        intermediate padded to a multiple of 128, the hidden size to 256 as gate_up's
-        reduction and down's output (`Mxfp4MoEMethod.create_weights`, MARLIN branch,
-        vllm/model_executor/layers/quantization/mxfp4.py)."""
-        return EXPERTS_MARLIN if mxfp4_moe(spec) else None
+    def expert_padding(self, spec: ModelSpec, device: Device | None = None
+                       ) -> ExpertPadding | None:
+        """MXFP4 experts through Marlin, the backend of these releases on every GPU (their
+        torch predates 2.8, which the Triton backend needs): `mxfp4_experts`."""
+        return mxfp4_experts(self.version, device) if mxfp4_moe(spec) else None
 
     def mla_extra_bytes(self, spec: ModelSpec, kv_b_elements: int, stored_bits: int,
                         act_bits: int) -> int:

@@ -149,7 +149,9 @@ def test_eras_and_defaults() -> None:
     assert isinstance(serving.get("vllm"), VllmV21)
     assert serving.get("vllm").version == "0.21"
     assert type(serving.get("vllm@0.19")) is VllmV1
-    assert type(serving.get("vllm@0.20.2")) is VllmV1
+    v020 = serving.get("vllm@0.20.2")  # the 0.11–0.20 era, answering as 0.20.2
+    assert isinstance(v020, VllmV1) and not isinstance(v020, VllmV21)
+    assert v020.version == "0.20.2"
     assert isinstance(serving.get("vllm@0.10"), VllmV0)
     assert isinstance(serving.get("vllm@0.25"), VllmV21)
     # one default for library and CLI: the newest modelled release
