@@ -127,6 +127,8 @@ def device_detail(device: Device, units: UnitSystem) -> list[Table | Text]:
     row("FP8 dense", "fp8_flops", _flops(device.fp8_flops, missing=no_fp8))
     if device.fp4_flops is not None:
         row("FP4 dense", "fp4_flops", _flops(device.fp4_flops))
+    row("compute capability", "compute_capability",
+        "—" if device.compute_capability is None else str(device.compute_capability))
     row("board power (TDP)", "tdp_watts",
         "—" if device.tdp_watts is None else f"{device.tdp_watts:,} W")
     per_node = "—" if device.devices_per_node is None else str(device.devices_per_node)

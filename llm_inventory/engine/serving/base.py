@@ -337,7 +337,6 @@ class ServingEngine(ABC):
 
     vocab_padding: ClassVar[int] = 1  # vocabulary tables padded to a multiple of this
     absorbs_mla: ClassVar[bool] = False  # keeps MLA up-projections split per head beside kv_b
-    expert_pad: ClassVar[int | None] = None  # kernels padding quantized expert matrices
 
     def mla_extra_bytes(self, spec: ModelSpec, kv_b_elements: int, stored_bits: int,
                         act_bits: int) -> int:
