@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from llm_inventory.engine.kinds.uniform import STATE_BASIS
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.params import ComponentCount, count_parameters
 from llm_inventory.engine.state import StateRequest, size_state
+from llm_inventory.engine.trust import Trust, counted
 from llm_inventory.spec.model import Family, ModelSpec
 from llm_inventory.units import normalize_dtype
 
@@ -61,6 +63,7 @@ class ModelEntry(BaseModel):
     # then says what is estimated (and what a checkpoint's headers keep exact).
     exact: bool = True
     estimated: str | None = None
+    trust: dict[str, Trust] = Field(default_factory=dict)  # how the figures were obtained
 
 
 class ModelCatalog(BaseModel):
@@ -125,8 +128,11 @@ def catalog_entry(
     if spec is None:
         return entry
     figures = model_figures(spec)
-    return entry.model_copy(update={**figures.model_dump(), "exact": spec.exact,
-                                    "estimated": spec.estimated})
+    return entry.model_copy(update={
+        **figures.model_dump(), "exact": spec.exact, "estimated": spec.estimated,
+        "trust": {"parameters": counted(spec, "given totals (coarse form)" if spec.coarse
+                                        else "counted from the tensors"),
+                  "state": counted(spec, STATE_BASIS)}})
 
 
 def model_detail(entry: ModelEntry, spec: ModelSpec) -> ModelDetail:

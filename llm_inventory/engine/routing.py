@@ -31,6 +31,7 @@ from llm_inventory.engine.experts import (
     expected_distinct_experts,
     expert_rank_counts,
 )
+from llm_inventory.engine.trust import Trust, exact
 from llm_inventory.errors import InputError
 from llm_inventory.units import bytes_for, normalize_dtype
 
@@ -178,6 +179,11 @@ class RoutingResult(BaseModel):
     )
     expert_weights: ExpertWeights | None
     assumptions: list[str]
+    trust: dict[str, Trust] = Field(default_factory=lambda: {
+        "simulation": exact("counts of the seeded simulation: exact for this seed"),
+        "expectations": exact("closed forms (distinct experts, bytes read), checked "
+                              "against the simulation"),
+    })
 
 
 def popularity_weights(experts: int, skew: float) -> list[float]:

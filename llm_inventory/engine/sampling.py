@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.engine.trust import Trust, exact
 from llm_inventory.errors import InputError
 
 ProcessorName = Literal["temperature", "top_k", "top_p", "min_p", "repetition_penalty", "ban"]
@@ -109,6 +110,8 @@ class SampleResult(BaseModel):
     stages: list[Stage]
     candidates: list[str]
     warnings: list[str] = Field(default_factory=list)
+    trust: dict[str, Trust] = Field(default_factory=lambda: {
+        "probabilities": exact("the processor chain applied to the given logits")})
 
 
 class SamplerStateItem(BaseModel):
