@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import architecture, hf_model, linear, num_labels
+from llm_inventory.spec.hf.common import architecture, hf_model, linear, num_labels, split_heads
 from llm_inventory.spec.model import Component, Encoder, ExtraTensor, Family, ModelSpec, Stack
 
 # transformers' class-name prefix of each BERT-like model type.
@@ -76,9 +75,7 @@ def bert_like(c: HFConfig) -> ModelSpec:
     prefix = _PREFIX[model_type]
     hidden = c.integer("hidden_size")
     heads = c.integer("num_attention_heads")
-    if hidden % heads:
-        raise InputError(f"{c.label}: num_attention_heads",
-                         f"hidden_size ({hidden}) is not a multiple of {heads} heads")
+    split_heads(c, hidden, heads)
     positions = c.integer("max_position_embeddings")
     notes: list[str] = []
     arch = architecture(c)

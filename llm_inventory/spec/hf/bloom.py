@@ -5,18 +5,15 @@ with biases, a plain 4 × hidden GELU MLP with biases, two LayerNorms per layer,
 
 from __future__ import annotations
 
-from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import decoder_model
+from llm_inventory.spec.hf.common import decoder_model, split_heads
 from llm_inventory.spec.model import ModelSpec, Stack
 
 
 def bloom(c: HFConfig) -> ModelSpec:
     hidden = c.integer("n_embed") if c.has("n_embed") else c.integer("hidden_size")
     heads = c.integer("n_head")
-    if hidden % heads:
-        raise InputError(f"{c.label}: n_head",
-                         f"hidden_size ({hidden}) is not a multiple of {heads} heads")
+    split_heads(c, hidden, heads, heads_key="n_head")
     return decoder_model(c, Stack(
         layers=c.integer("n_layer"),
         hidden_size=hidden,

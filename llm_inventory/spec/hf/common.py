@@ -97,6 +97,15 @@ def core(c: HFConfig, **overrides: Any) -> dict[str, Any]:
     return fields
 
 
+def split_heads(c: HFConfig, hidden: int, heads: int, *, hidden_key: str = "hidden_size",
+                heads_key: str = "num_attention_heads") -> int:
+    """hidden ÷ heads, the head width of a config that states none; a remainder is bad input."""
+    if hidden % heads:
+        raise InputError(f"{c.label}: {heads_key}",
+                         f"{hidden_key} ({hidden}) is not a multiple of {heads} heads")
+    return hidden // heads
+
+
 def present_or_default(c: HFConfig, key: str, *, minimum: int = 1) -> int | None:
     """A key whose explicit null is not its class default (MistralConfig's sliding_window
     null switches sliding off; DeepSeek's n_shared_experts null means none): the file's

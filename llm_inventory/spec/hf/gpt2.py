@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import decoder_model
+from llm_inventory.spec.hf.common import decoder_model, split_heads
 from llm_inventory.spec.model import ModelSpec, Stack
 
 
@@ -22,9 +22,7 @@ def _gpt2_stack(c: HFConfig, kv_heads: int | None = None) -> Stack:
                          "wrapper, which this tool does not read")
     hidden = c.integer("n_embd")
     heads = c.integer("n_head")
-    if hidden % heads:
-        raise InputError(f"{c.label}: n_head",
-                         f"n_embd ({hidden}) is not a multiple of {heads} heads")
+    split_heads(c, hidden, heads, hidden_key="n_embd", heads_key="n_head")
     return Stack(
         layers=c.integer("n_layer"),
         hidden_size=hidden,

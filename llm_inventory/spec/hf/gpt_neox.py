@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import decoder_model, present_or_default
+from llm_inventory.spec.hf.common import decoder_model, present_or_default, split_heads
 from llm_inventory.spec.model import ModelSpec, Stack
 
 
@@ -37,9 +37,7 @@ def _rotary_fraction(c: HFConfig) -> float:
 def gpt_neox(c: HFConfig) -> ModelSpec:
     hidden = c.integer("hidden_size")
     heads = c.integer("num_attention_heads")
-    if hidden % heads:
-        raise InputError(f"{c.label}: num_attention_heads",
-                         f"hidden_size ({hidden}) is not a multiple of {heads} heads")
+    split_heads(c, hidden, heads)
     bias = c.flag("attention_bias")
     return decoder_model(c, Stack(
         layers=c.integer("num_hidden_layers"),
@@ -61,10 +59,7 @@ def gpt_neox(c: HFConfig) -> ModelSpec:
 def gptj(c: HFConfig) -> ModelSpec:
     hidden = c.integer("n_embd")
     heads = c.integer("n_head")
-    if hidden % heads:
-        raise InputError(f"{c.label}: n_head",
-                         f"n_embd ({hidden}) is not a multiple of {heads} heads")
-    head_dim = hidden // heads
+    head_dim = split_heads(c, hidden, heads, hidden_key="n_embd", heads_key="n_head")
     # An explicit null rotates the whole head (`GPTJAttention`: rotary_dim is not None).
     rotary = present_or_default(c, "rotary_dim")
     if rotary is not None and rotary > head_dim:

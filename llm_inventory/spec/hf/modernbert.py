@@ -14,7 +14,6 @@ classification heads add a classifier.
 
 from __future__ import annotations
 
-from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
 from llm_inventory.spec.hf.common import (
     architecture,
@@ -23,6 +22,7 @@ from llm_inventory.spec.hf.common import (
     linear,
     norm,
     num_labels,
+    split_heads,
 )
 from llm_inventory.spec.model import (
     Component,
@@ -63,9 +63,7 @@ def modernbert(c: HFConfig) -> ModelSpec:
     hidden = c.integer("hidden_size")
     heads = c.integer("num_attention_heads")
     layers = c.integer("num_hidden_layers")
-    if hidden % heads:
-        raise InputError(f"{c.label}: num_attention_heads",
-                         f"hidden_size ({hidden}) is not a multiple of {heads} heads")
+    split_heads(c, hidden, heads)
     every = c.integer("global_attn_every_n_layers", 3)
     kinds = layer_types(c) or [LayerKind.SLIDING if i % every else LayerKind.FULL
                                for i in range(layers)]

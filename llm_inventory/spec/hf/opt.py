@@ -10,18 +10,15 @@ makes the token table and head that wide, bridged by `project_in` / `project_out
 
 from __future__ import annotations
 
-from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import decoder_model, linear
+from llm_inventory.spec.hf.common import decoder_model, linear, split_heads
 from llm_inventory.spec.model import Component, ModelSpec, Stack
 
 
 def opt(c: HFConfig) -> ModelSpec:
     hidden = c.integer("hidden_size")
     heads = c.integer("num_attention_heads")
-    if hidden % heads:
-        raise InputError(f"{c.label}: num_attention_heads",
-                         f"hidden_size ({hidden}) is not a multiple of {heads} heads")
+    split_heads(c, hidden, heads)
     width = c.integer("word_embed_proj_dim", hidden)
     extra = []
     if width != hidden:

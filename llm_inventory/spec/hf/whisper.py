@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import architecture, hf_model, linear, num_labels
+from llm_inventory.spec.hf.common import architecture, hf_model, linear, num_labels, split_heads
 from llm_inventory.spec.model import (
     Component,
     Encoder,
@@ -26,9 +25,7 @@ def _whisper_stack(c: HFConfig, side: str, **fields: Any) -> Stack:
     """One side of Whisper: pre-norm layers, LayerNorms, biased projections except k_proj."""
     hidden = c.integer("d_model")
     heads = c.integer(f"{side}_attention_heads")
-    if hidden % heads:
-        raise InputError(f"{c.label}: {side}_attention_heads",
-                         f"d_model ({hidden}) is not a multiple of {heads} heads")
+    split_heads(c, hidden, heads, hidden_key="d_model", heads_key=f"{side}_attention_heads")
     return Stack(
         layers=c.integer(f"{side}_layers"),
         hidden_size=hidden,
