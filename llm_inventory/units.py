@@ -15,6 +15,9 @@ from llm_inventory.errors import InputError, excerpt
 
 UnitSystem = Literal["iec", "si"]
 
+MIB = 2**20  # bytes in a MiB
+GIB = 2**30  # bytes in a GiB
+
 IEC_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 SI_UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
 
@@ -22,8 +25,8 @@ _SIZE_FACTORS: dict[str, int] = {
     "": 1,
     "b": 1,
     "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
+    "mib": MIB,
+    "gib": GIB,
     "tib": 2**40,
     "pib": 2**50,
     "kb": 10**3,

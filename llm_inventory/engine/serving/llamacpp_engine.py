@@ -52,12 +52,11 @@ from llm_inventory.engine.serving.ggml_types import FILE_TYPES, GGML_TYPES, kv_c
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
+from llm_inventory.units import MIB
 
 if TYPE_CHECKING:
     from llm_inventory.engine.device_weights import WeightLayout
 
-MIB = 2**20
-GIB = 2**30
 CUDA_CONTEXT = 300 * MIB  # CUDA context and cuBLAS workspace per device (an estimate)
 ALL = -1  # n_gpu_layers: every layer
 

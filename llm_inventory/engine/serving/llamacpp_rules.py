@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from llm_inventory.engine.serving.base import KvCapacity, KvLayer, PoolLayout
 from llm_inventory.engine.serving.ggml_types import quantized, row_bytes
 
-MIB = 2**20
 ATTENTION = ("base", "swa")  # the caches that grow with the context
 
 

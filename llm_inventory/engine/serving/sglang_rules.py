@@ -59,9 +59,7 @@ from llm_inventory.engine.serving.base import (
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device, MemoryBasis
 from llm_inventory.spec.model import ModelSpec
-
-GIB = 2**30
-MIB = 2**20
+from llm_inventory.units import GIB, MIB
 
 FractionRule = Literal["tp", "tp_large", "parallel", "gpu_table", "reserve"]
 TierRule = Literal["v04", "v047", "v048", "v053", "v0520"]

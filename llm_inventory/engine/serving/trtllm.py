@@ -58,9 +58,7 @@ from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_res
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
-
-GIB = 2**30
-MIB = 2**20
+from llm_inventory.units import GIB
 
 # The engine path's non-KV memory (an estimate; see the module rules).
 RUNTIME_BYTES = int(0.757 * GIB)  # CUDA context, cuBLAS, TensorRT runtime

@@ -51,9 +51,7 @@ from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_res
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
-from llm_inventory.units import dtype_bits
-
-GIB = 2**30
+from llm_inventory.units import GIB, dtype_bits
 
 # MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
 EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)

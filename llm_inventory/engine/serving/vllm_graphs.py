@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MIB = 2**20
+from llm_inventory.units import MIB
 
 
 def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:

@@ -27,8 +27,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from llm_inventory.engine.serving.base import ReserveEstimate
-
-GIB = 2**30
+from llm_inventory.units import GIB
 
 
 class ReserveModel(BaseModel):

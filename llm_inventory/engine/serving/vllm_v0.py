@@ -57,9 +57,8 @@ from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
-from llm_inventory.units import dtype_bits
+from llm_inventory.units import GIB, dtype_bits
 
-GIB = 2**30
 LONG_CONTEXT = 32 * 1024  # V0 turns chunked prefill on above this max_model_len
 SWAP_SPACE_GIB = 4.0
 

@@ -38,8 +38,7 @@ from llm_inventory.engine.serving.base import (
 from llm_inventory.engine.serving.paged import BlockPool
 from llm_inventory.engine.serving.vllm import VllmV1
 from llm_inventory.engine.serving.vllm_graphs import GraphModel, estimate_graphs
-
-GIB = 2**30
+from llm_inventory.units import GIB
 
 
 class VllmV21(VllmV1):
