@@ -43,7 +43,6 @@ Tokens = Annotated[int, Field(ge=1, le=_b.CONTEXT.limit)]
 Tokens0 = Annotated[int, Field(ge=0, le=_b.CONTEXT.limit)]
 Pixels = Annotated[int, Field(ge=1, le=_b.PIXELS.limit)]
 Frames = Annotated[int, Field(ge=1, le=_b.FRAMES.limit)]
-Params0 = Annotated[int, Field(ge=0, le=_b.PARAMETERS.limit)]
 Bits = Annotated[int, Field(ge=1, le=64)]
 
 
@@ -537,10 +536,10 @@ class Encoder(_Spec):
 
     kind: Literal["vision", "audio", "text"] = "vision"
     stack: Stack | None = None
-    parameters: Params0 | None = None  # coarse: a given count instead of a stack
+    parameters: NonNeg | None = None  # coarse: a given count instead of a stack
     media: Media = Field(default_factory=Media)
     projector: list[ExtraTensor] = Field(default_factory=list, max_length=_b.LIST.limit)
-    projector_parameters: Params0 | None = None  # coarse projector count
+    projector_parameters: NonNeg | None = None  # coarse projector count
 
 
 class DiffusionPart(_Spec):
