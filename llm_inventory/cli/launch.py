@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,9 +16,9 @@ if TYPE_CHECKING:
 
 def _hub_folder(model_id: str) -> Path | None:
     """The Hugging Face cache folder of `model_id` (ORG/NAME), when it is on this machine."""
-    root = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface"), "hub")
-    folder = Path(root) / ("models--" + model_id.replace("/", "--"))
+    from llm_inventory.spec.hub import repo_folder
+
+    folder = repo_folder(model_id)
     return folder if folder.is_dir() else None
 
 

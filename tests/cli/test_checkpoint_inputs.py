@@ -76,6 +76,24 @@ def test_kv_from_a_hub_cache_folder(invoke: Invoke, tmp_path: Path) -> None:
     assert data["total_bytes"] == 256_000
 
 
+@pytest.mark.parametrize("variable", ["HF_HUB_CACHE", "HF_HOME"])
+def test_launch_finds_a_hub_id_in_the_cache(invoke: Invoke, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            variable: str) -> None:
+    """`launch` reads an ORG/NAME that is no preset from the cache, wherever the Hub keeps it."""
+    cache = tmp_path / "hub" if variable == "HF_HOME" else tmp_path
+    snapshot = cache / "models--acme--tiny" / "snapshots" / ("c" * 40)
+    snapshot.mkdir(parents=True)
+    write_config(snapshot, LLAMA_CONFIG)
+    (cache / "models--acme--tiny" / "refs").mkdir()
+    (cache / "models--acme--tiny" / "refs" / "main").write_text("c" * 40)
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv(variable, str(tmp_path))
+    run = invoke("launch", "--device", "h100", "-f", "json", "--", "vllm", "serve",
+                 "acme/tiny", "--max-model-len", "1000")
+    assert run.code == 0, run.stderr
+
+
 def test_kv_from_a_gguf_file(invoke: Invoke, tmp_path: Path) -> None:
     from tests.checkpoint.gguf_files import llama_gguf
 
