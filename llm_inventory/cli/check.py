@@ -51,7 +51,7 @@ def _launch(entry: Deployment, device: Device, models: dict[str, ModelSpec]) -> 
 
 def _check_one(entry: Deployment, line: int | None, folder: Path, extra: list[Device],
                models: dict[str, ModelSpec]) -> DeploymentCheck:
-    from llm_inventory.cli.placement import engine_list
+    from llm_inventory.cli.placement import engine_list, occupied_memory
     from llm_inventory.engine.fleet import Targets, check_deployment
     from llm_inventory.engine.placement import PlacementRequest
     from llm_inventory.errors import InputError
@@ -72,12 +72,13 @@ def _check_one(entry: Deployment, line: int | None, folder: Path, extra: list[De
         value = getattr(entry, pin)
         if value is not None and value > count:
             raise InputError(pin, f"{pin} {value:,} needs {value:,} devices; count is {count:,}")
+    used = occupied_memory(entry.used, entry.free, device.memory_bytes, count)
     request = PlacementRequest(
         device=device, count=count, per_node=entry.per_node, tp=entry.tp, pp=entry.pp,
         ep=entry.ep, engine=engines[0], context=entry.context, concurrency=entry.concurrency,
         gpu_memory_utilization=entry.gpu_memory_utilization, dtype=entry.dtype,
         kv_dtype=entry.kv_dtype, prompt_tokens=entry.prompt_tokens,
-        batch=entry.concurrency if entry.ttft or entry.tpot else None)
+        batch=entry.concurrency if entry.ttft or entry.tpot else None, used_bytes=used)
     launch = _launch(entry, device, models) if entry.launch else None
     name = entry.name or f"{entry.model} on {count}×{device.id}"
     return check_deployment(name, line, spec, request,

@@ -83,6 +83,10 @@ class Deployment(BaseModel):
     dtype: str | None = Field(default=None, max_length=40)
     kv_dtype: str | None = Field(default=None, max_length=40)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    used: str | None = Field(default=None, max_length=100_000, description="Memory other "
+                             "processes already hold, device by device: 30GiB,20GiB.")
+    free: str | None = Field(default=None, max_length=100_000, description="Or the memory "
+                             "each device has free: 50GiB,60GiB.")
     prompt_tokens: Tokens = Field(default=None, ge=1, description="Prompt length for "
                                       "the TTFT target (default 1,000).")
     ttft: Seconds = Field(default=None, description="Time-to-first-token target: "
@@ -98,6 +102,15 @@ class Deployment(BaseModel):
     def _tokens(cls, value: Any, info: Any) -> Any:
         if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
             return parse_tokens(value, info.field_name)
+        return value
+
+    @field_validator("used", "free", mode="before")
+    @classmethod
+    def _sizes(cls, value: Any) -> Any:
+        """A list of sizes is the same as its comma-separated form."""
+        if isinstance(value, list) and all(isinstance(v, str | int) and not isinstance(v, bool)
+                                           for v in value):
+            return ",".join(str(v) for v in value)
         return value
 
     @field_validator("ttft", "tpot", mode="before")

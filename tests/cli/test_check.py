@@ -294,3 +294,14 @@ def test_the_schema_validates_the_example_and_catches_a_typo(invoke: Invoke) -> 
     assert _errors(schema, document, schema) == []
     document["deployments"][0]["concurency"] = 3
     assert any("concurency" in e for e in _errors(schema, document, schema))
+
+
+def test_partly_occupied_devices_in_a_manifest(invoke: Invoke, tmp_path: Path) -> None:
+    text = ("deployments:\n  - name: shared\n    model: qwen3-8b\n    device: h100-sxm\n"
+            "    count: 2\n    used: [0, 75GiB]\n  - name: listed\n    model: qwen3-8b\n"
+            "    device: h100-sxm\n    count: 1\n    free: 10GiB\n")
+    run = invoke("check", str(_manifest(tmp_path, text)), "-f", "json")
+    shared, listed = run.json()["deployments"]
+    assert shared["status"] == "pass" and shared["plan"] == "tp 1 × pp 1 × dp 1"
+    assert listed["status"] == "fail"
+    assert "Free memory on device" in listed["reasons"][0]

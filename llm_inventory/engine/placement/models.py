@@ -62,6 +62,8 @@ class PlacementRequest(BaseModel):
     limit: int | None = Field(default=None, ge=0)  # None or 0: every plan
     batch: int | None = Field(default=None, ge=1)  # decode batch for timings (default: fit)
     prompt_tokens: int | None = Field(default=None, ge=1)  # prefill length for timings
+    # memory other processes already hold on device i (bytes); devices not listed hold none
+    used_bytes: list[int] = Field(default_factory=list, max_length=65_536)
     efficiency: Efficiency = Efficiency()  # of the roofline bound kept beside the estimate
     calibration: Calibration | None = None  # the time model's constants (None: packaged)
 
@@ -92,6 +94,7 @@ class DeviceFit(BaseModel):
     kv_bytes_per_token: int
     state_bytes_per_sequence: int  # one request at `context` on this device
     workload_bytes: int  # `concurrency` requests at `context`
+    others_bytes: int = 0  # memory other processes hold on this device (`used_bytes`)
 
 
 class HostFit(BaseModel):

@@ -131,6 +131,15 @@ class ReserveEstimate(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
+class Occupied:
+    """Memory other processes hold on a device, as one engine meets it: what its KV pool
+    loses (bytes) and the error it stops with at start-up (None: it starts)."""
+
+    pool_loss_bytes: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class KvLayer:
     """One layer's state on one device: its kind, window and bytes per token (or fixed)."""
 
@@ -422,6 +431,16 @@ class ServingEngine(ABC):
         """The command as it runs when it sees `count` devices (most engines: the split it
         names, any devices beyond it running replicas)."""
         return command
+
+    def occupied(self, device: Device, settings: EngineSettings,
+                 others_bytes: int) -> Occupied:
+        """What memory other processes already hold on the device does to this engine: the
+        bytes its pool loses and the error it stops with, if any. By default the engine
+        budgets its fraction of the memory it finds free (SGLang's mem_fraction_static of the
+        free memory at init, TensorRT-LLM's free_gpu_memory_fraction), so the pool loses
+        that fraction of what the others hold; an engine that budgets its total overrides
+        this."""
+        return Occupied(pool_loss_bytes=int(others_bytes * settings.memory_fraction))
 
     def context_fallback(self, capacity: KvCapacity, settings: EngineSettings) -> str | None:
         """What the engine does instead of failing when one request at the context does not

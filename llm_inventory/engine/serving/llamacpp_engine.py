@@ -43,6 +43,7 @@ from llm_inventory.engine.serving.base import (
     KvLayer,
     LaunchCommand,
     LaunchSettings,
+    Occupied,
     PoolLayout,
     ReserveEstimate,
     ServingEngine,
@@ -369,6 +370,12 @@ class LlamaCpp(ServingEngine):
                    weight_bytes: int, reserve: ReserveEstimate) -> int:
         """Room the device leaves for the caches (llama.cpp asks for a fixed amount)."""
         return device.memory_bytes - weight_bytes - reserve.reserve_bytes
+
+    def occupied(self, device: Device, settings: EngineSettings,
+                 others_bytes: int) -> Occupied:
+        """llama.cpp budgets no fraction: it allocates what it needs, so every byte other
+        processes hold is a byte less room for the caches."""
+        return Occupied(pool_loss_bytes=max(0, others_bytes))
 
     # --- its command line -----------------------------------------------------------------
 

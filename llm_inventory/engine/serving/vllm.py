@@ -29,6 +29,7 @@ Rules, each from vLLM's source:
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -40,6 +41,7 @@ from llm_inventory.engine.serving.base import (
     KvLayer,
     LaunchCommand,
     LaunchSettings,
+    Occupied,
     PoolLayout,
     ReserveEstimate,
     ServingEngine,
@@ -140,6 +142,7 @@ class VllmV1(ServingEngine):
     versions = "0.11–0.20 (V1 engine)"
     version = "0.19"
     label = "vLLM 0.19"
+    memory_error_names_device = False  # the start-up free-memory error names its device
     summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
                "profiled activation peak, in blocks of 16 tokens; the smallest worker binds")
     rules: ClassVar[tuple[tuple[str, str], ...]] = (
@@ -287,6 +290,25 @@ class VllmV1(ServingEngine):
                    weight_bytes: int, reserve: ReserveEstimate) -> int:
         usable = int(device.memory_bytes * settings.memory_fraction)
         return usable - weight_bytes - reserve.reserve_bytes
+
+    def occupied(self, device: Device, settings: EngineSettings,
+                 others_bytes: int) -> Occupied:
+        """V1 budgets total × gpu_memory_utilization and measures its own use against a
+        snapshot taken at start-up, so other processes' memory leaves the pool as it is;
+        but `Worker.init_device` (vllm/v1/worker/gpu_worker.py; later `request_memory` in
+        vllm/v1/worker/utils.py, which names the device) raises when the free memory it
+        finds is below the budget ⌈total × gpu_memory_utilization⌉, in these words."""
+        total = device.memory_bytes
+        free = total - others_bytes
+        requested = math.ceil(total * settings.memory_fraction)
+        if others_bytes <= 0 or free >= requested:
+            return Occupied()
+        where = "cuda:0 " if self.memory_error_names_device else ""
+        return Occupied(error=(
+            f"ValueError: Free memory on device {where}({round(free / GIB, 2)}/"
+            f"{round(total / GIB, 2)} GiB) on startup is less than desired GPU memory "
+            f"utilization ({settings.memory_fraction}, {round(requested / GIB, 2)} GiB). "
+            "Decrease GPU memory utilization or reduce GPU memory used by other processes."))
 
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
         return pool_layout(layers, block_size=settings.block_size,

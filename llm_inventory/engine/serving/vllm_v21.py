@@ -46,6 +46,7 @@ class VllmV21(VllmV1):
     versions = "0.21 and later (V1 engine, CUDA graphs profiled up front)"
     version = "0.21"
     label = "vLLM 0.21"
+    memory_error_names_device = True  # vllm/v1/worker/utils.py request_memory
     calibrated_on = ("vLLM 0.19 start-ups, the CUDA-graph memory on the estimates they "
                      "printed")
     summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
