@@ -95,6 +95,7 @@ class DeviceFit(BaseModel):
     state_bytes_per_sequence: int  # one request at `context` on this device
     workload_bytes: int  # `concurrency` requests at `context`
     others_bytes: int = 0  # memory other processes hold on this device (`used_bytes`)
+    others_error: str | None = None  # the engine refuses to start beside them, in its words
 
 
 class HostFit(BaseModel):

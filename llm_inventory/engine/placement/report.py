@@ -116,6 +116,7 @@ class Reporter:
                 state_bytes_per_sequence=per_seq,
                 workload_bytes=per_seq * request.concurrency,
                 others_bytes=sized.others,
+                others_error=sized.refused,
             ),
             stages=[StageFit(stage=i, layers=len(sized.ranges[i]),
                              weight_bytes=sized.weights[i],

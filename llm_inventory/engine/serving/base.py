@@ -432,6 +432,12 @@ class ServingEngine(ABC):
         names, any devices beyond it running replicas)."""
         return command
 
+    # Whether the memory budget (its fraction) bounds all the engine holds on a device, so
+    # instances can share a device by their fractions (vLLM: total × gpu_memory_utilization
+    # covers weights, activations, CUDA graphs and KV); SGLang's fraction bounds weights
+    # and KV only, its activations and graphs taking the rest.
+    budget_bounds_use: ClassVar[bool] = False
+
     def occupied(self, device: Device, settings: EngineSettings,
                  others_bytes: int) -> Occupied:
         """What memory other processes already hold on the device does to this engine: the
