@@ -61,7 +61,7 @@ def pack(
     engine's own accounting (vLLM refuses to start when less than its budget is free).
     Exit 1 when some model finds no room.
 
-    Example: inventory pack llama-3.1-8b:8k:8 qwen3-8b:8k:8 mistral-7b:8k:8 -d h100 -n 1
+    Example: inventory pack llama-3.1-8b:8k:8 qwen3-8b:8k:8 -d h100 -n 1
     """
     from llm_inventory.cli.placement import engine_list
     from llm_inventory.engine.packing import pack as run
