@@ -44,7 +44,7 @@ def pack(
         "--device", "-d", autocompletion=complete.devices,
         help="Device id or alias of the node (`inventory devices`).")],
     count: Annotated[int | None, typer.Option(
-        "--count", "-n", min=1, max=4096,
+        "--count", "-n", min=1,
         help="Devices on the node (default: the device's per node).")] = None,
     engine: Annotated[str, typer.Option(
         "--engine", "-e", metavar="ENGINE[@VERSION]", autocompletion=complete.engines,

@@ -82,6 +82,53 @@ def occupied_memory(used: str | None, free: str | None, memory_bytes: int,
     return sizes if field == "used" else [memory_bytes - size for size in sizes]
 
 
+def _groups(text: str, extra: list[Any]) -> list[Any]:
+    """`h100:4,a100-80gb:4` as device groups."""
+    from llm_inventory.engine.placement.mixed import DeviceGroup
+    from llm_inventory.errors import InputError
+    from llm_inventory.spec.devices import resolve_device
+
+    groups = []
+    for part in text.split(","):
+        name, colon, number = part.strip().rpartition(":")
+        if not colon or not name or not number.isdigit() or not 1 <= int(number) <= 65_536:
+            raise InputError("devices", f"expected TYPE:COUNT pairs such as "
+                             f"h100:4,a100-80gb:4, got {part.strip()[:60]!r}")
+        groups.append(DeviceGroup(device=resolve_device(name, extra), count=int(number)))
+    return groups
+
+
+def _mixed(model: str, devices: str, extra: list[Any], device: str | None,
+           context: int | None, concurrency: int, utilization: float | None, engine: str,
+           dtype: str | None, kv_dtype: str | None, fmt: OutputFormat) -> None:
+    """`placement --devices`: one instance's stages over several device types."""
+    from llm_inventory.engine.placement import PlacementRequest
+    from llm_inventory.engine.placement.mixed import plan_mixed
+    from llm_inventory.errors import InputError
+    from llm_inventory.render.output import emit
+    from llm_inventory.spec.loader import load_model
+
+    if device is not None:
+        raise InputError("devices", "give --device or --devices, not both")
+    groups = _groups(devices, extra)
+    engines = engine_list(engine)
+    if len(engines) != 1:
+        raise InputError("engine", "one engine for a plan over several device types")
+    spec = load_model(model)
+    request = PlacementRequest(
+        device=groups[0].device, count=sum(g.count for g in groups), context=context,
+        concurrency=concurrency, gpu_memory_utilization=utilization, dtype=dtype,
+        kv_dtype=kv_dtype, engine=engines[0], limit=0)
+    result = plan_mixed(spec, groups, request)
+
+    def table() -> list[Any]:
+        from llm_inventory.render.mixed import mixed_tables
+
+        return mixed_tables(result)
+
+    emit(result, fmt, table)
+
+
 def engine_list(text: str) -> list[str]:
     """`--engine a,b@1.2` as engine names; InputError for an unknown engine or version."""
     from llm_inventory.engine.serving import get
@@ -112,6 +159,10 @@ def placement(
         help="A one-off device with this memory (80GiB …), or override --device's.")] = None,
     devices_file: Annotated[Path | None, typer.Option(
         help="A YAML file of devices to pick --device from (the catalog's schema).")] = None,
+    devices: Annotated[str | None, typer.Option(
+        "--devices", metavar="TYPE:N,…", help="Pipeline stages over several device types, "
+        "with the layer partition vLLM is told (VLLM_PP_LAYER_PARTITION): "
+        "h100:4,a100-80gb:4.")] = None,
     used: Annotated[str | None, typer.Option(
         metavar="SIZES", help="Memory other processes already hold, device by device: "
         "30GiB,20GiB (each engine meets it its own way: vLLM refuses to start below its "
@@ -204,6 +255,9 @@ def placement(
 
         check_target(plot)
     extra = load_devices_file(devices_file) if devices_file is not None else []
+    if devices is not None:
+        return _mixed(model, devices, extra, device, context, concurrency,
+                      gpu_memory_utilization, engine, dtype, kv_dtype, fmt)
     if device is None and device_memory is None:
         raise InputError("device", "give --device (see `inventory devices`) or --device-memory")
     chosen = resolve_device(device, extra) if device is not None else None

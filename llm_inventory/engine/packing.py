@@ -171,7 +171,10 @@ def pack(tenants: list[tuple[ModelSpec, Tenant]], device: Device, count: int,
             plan=plan))
     for _, spec, tenant, plan in sorted(sharing, key=lambda e: -_footprint(e[3])):
         placed = False
-        for index in range(next_free, count):
+        # devices already holding instances, then the first empty one (empty ones are alike)
+        shared = [i for i in range(next_free, count) if held[i]]
+        empty = next((i for i in range(next_free, count) if not held[i]), None)
+        for index in shared + ([empty] if empty is not None else []):
             found = smallest_fraction(spec, device, engine, tenant, held[index])
             if found is None:
                 continue

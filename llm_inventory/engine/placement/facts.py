@@ -84,7 +84,11 @@ class ModelFacts:
         """Layer index ranges of each stage, as the engine partitions them; past the layer
         count (illegal, still sized) one layer per stage and empty stages after."""
         if pp not in self._ranges:
+            partition = self.request.pp_layer_partition
             own = self.engine.stage_ranges(self.layers, pp, self.settings)
+            if partition is not None and len(partition) == pp:
+                starts = [sum(partition[:i]) for i in range(pp)]
+                own = [range(a, a + n) for a, n in zip(starts, partition, strict=True)]
             if own is not None:
                 self._ranges[pp] = own
             elif pp > self.layers:

@@ -62,6 +62,9 @@ class PlacementRequest(BaseModel):
     limit: int | None = Field(default=None, ge=0)  # None or 0: every plan
     batch: int | None = Field(default=None, ge=1)  # decode batch for timings (default: fit)
     prompt_tokens: int | None = Field(default=None, ge=1)  # prefill length for timings
+    # layers per pipeline stage, as VLLM_PP_LAYER_PARTITION gives them (None: the engine's
+    # own even partition); needs `pp` pinned to its length and an engine that takes one
+    pp_layer_partition: list[int] | None = Field(default=None, max_length=65_536)
     # memory other processes already hold on device i (bytes); devices not listed hold none
     used_bytes: list[int] = Field(default_factory=list, max_length=65_536)
     efficiency: Efficiency = Efficiency()  # of the roofline bound kept beside the estimate

@@ -432,6 +432,9 @@ class ServingEngine(ABC):
         names, any devices beyond it running replicas)."""
         return command
 
+    # How the engine is told its layers per pipeline stage (None: it takes no partition)
+    layer_partition: ClassVar[str | None] = None
+
     # Whether the memory budget (its fraction) bounds all the engine holds on a device, so
     # instances can share a device by their fractions (vLLM: total × gpu_memory_utilization
     # covers weights, activations, CUDA graphs and KV); SGLang's fraction bounds weights

@@ -144,6 +144,8 @@ class VllmV1(ServingEngine):
     label = "vLLM 0.19"
     memory_error_names_device = False  # the start-up free-memory error names its device
     budget_bounds_use = True  # total × gpu_memory_utilization: weights, peak, graphs, KV
+    # read by get_pp_indices (vllm/distributed/utils.py): layers per stage, comma-separated
+    layer_partition = "VLLM_PP_LAYER_PARTITION"
     summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
                "profiled activation peak, in blocks of 16 tokens; the smallest worker binds")
     rules: ClassVar[tuple[tuple[str, str], ...]] = (
