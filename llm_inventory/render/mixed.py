@@ -46,6 +46,19 @@ def mixed_tables(result: MixedResult, shown: int = 8) -> list[Table | Text]:
                     f"{format_bytes(stage.reserve_bytes)}, KV pool "
                     f"{format_bytes(stage.kv_pool_bytes)}; every worker keeps its "
                     f"{stage.kv_blocks:,} blocks"))
+    if result.disaggregated:
+        pd = Table(title="or prefill on one type, decode on another")
+        for name in ("prefill pool", "decode pool", "decode conc.", "verdict"):
+            pd.add_column(name, justify="right" if name == "decode conc." else "left",
+                          overflow="fold")
+        for pair in result.disaggregated:
+            p, d = pair.prefill, pair.decode
+            why = p.why if not p.fits else d.why
+            pd.add_row(f"{p.count} × {p.device} (tp{p.tp} pp{p.pp} ×{p.dp})",
+                       f"{d.count} × {d.device} (tp{d.tp} pp{d.pp} ×{d.dp})",
+                       "—" if d.total_concurrency is None else f"{d.total_concurrency:,.1f}",
+                       "fits" if pair.fits else why or "does not fit")
+        parts.append(pd)
     parts.append(Text("trust: " + "; ".join(f"{group.replace('_', ' ')} {t.label()}"
                                             for group, t in result.trust.items()),
                       style="dim"))

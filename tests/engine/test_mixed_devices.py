@@ -113,3 +113,19 @@ def test_bad_devices_are_one_line(invoke: Invoke, args: list[str], message: str)
     run = invoke("placement", "qwen3-8b", *args)
     assert run.code == 2 and run.stdout == ""
     assert message in run.stderr and len(run.stderr.splitlines()) == 1
+
+
+def test_prefill_on_one_type_decode_on_another() -> None:
+    spec = load_preset("llama-3.1-8b")
+    groups = [DeviceGroup(device=H100, count=2), DeviceGroup(device=A100, count=2)]
+    result = plan_mixed(spec, groups, _request(count=4, context=32768, concurrency=40))
+    pairs = {(p.prefill.device, p.decode.device): p for p in result.disaggregated}
+    assert set(pairs) == {("h100-sxm", "a100-40gb"), ("a100-40gb", "h100-sxm")}
+    for (_, decode), pair in pairs.items():
+        alone = plan_placement(spec, _request(device=resolve_device(decode), count=2,
+                                              context=32768, concurrency=40))
+        best = next(p for p in alone.plans if p.disaggregation is None)
+        assert pair.decode.total_concurrency == best.total_concurrency
+        assert pair.fits == (pair.prefill.fits and pair.decode.fits)
+    # the H100 pool holds more: decode there first
+    assert result.disaggregated[0].decode.device == "h100-sxm"

@@ -68,6 +68,32 @@ class MixedPlan(BaseModel):
     startup_error: str | None
 
 
+class PoolPlan(BaseModel):
+    """One pool of a prefill/decode pair: its device type and its best plain plan there."""
+
+    role: str  # "prefill" or "decode"
+    device: str
+    count: int
+    tp: int
+    pp: int
+    ep: int
+    dp: int
+    kv_capacity_tokens: int | None
+    total_concurrency: float | None
+    fits: bool
+    why: str | None
+
+
+class MixedDisaggregated(BaseModel):
+    """Prefill on one device type, decode on another, each pool placed on its own type: the
+    decode pool holds the workload at the context, the prefill pool one request (it hands
+    each prompt's KV over to the decode pool)."""
+
+    prefill: PoolPlan
+    decode: PoolPlan
+    fits: bool
+
+
 class MixedResult(BaseModel):
     schema_version: int = 1
     model: str
@@ -77,6 +103,7 @@ class MixedResult(BaseModel):
     context: int
     concurrency: int
     plans: list[MixedPlan]  # fitting first, most requests held first
+    disaggregated: list[MixedDisaggregated] = Field(default_factory=list)
     trust: dict[str, Trust] = Field(default_factory=dict)
 
 
@@ -199,13 +226,53 @@ def plan_mixed(spec: ModelSpec, groups: list[DeviceGroup],
             partition = search.balance(tp, order, even)
             plans.append(search.plan(tp, order, partition))
     plans.sort(key=lambda p: (not p.fits, -(p.max_concurrency or 0), p.devices_used))
+    pairs = _disaggregated(spec, groups, request) if engine.disaggregates and base.state \
+        else []
     return MixedResult(
         model=spec.name, groups=[{"device": g.device.id, "count": g.count} for g in groups],
         engine=engine.name, engine_version=engine.version, context=base.context,
-        concurrency=request.concurrency, plans=plans,
+        concurrency=request.concurrency, plans=plans, disaggregated=pairs,
         trust={"weights": exact("counted per stage, with the engine's padding"),
                "kv_pool": engine_rule(f"{engine.label}'s budget per device and its binding "
                                       "worker, the partition pinned"),
                "reserve": calibrated(engine.reserve_band, "per stage, as on one device type"),
                "partition": engine_rule("balanced by the tool; the engine takes it as "
                                         f"{engine.layer_partition}")})
+
+
+def _pool(spec: ModelSpec, group: DeviceGroup, request: PlacementRequest,
+          role: str) -> PoolPlan:
+    """A pool's best plain plan on its own device type."""
+    from llm_inventory.engine.placement import plan_placement
+
+    # a prefill pool keeps a prompt's KV only until it is handed over: one request at the
+    # context is what it must hold; the decode pool holds the workload
+    result = plan_placement(spec, request.model_copy(update={
+        "device": group.device, "count": group.count, "used_bytes": [],
+        "pp_layer_partition": None,
+        "concurrency": 1 if role == "prefill" else request.concurrency}))
+    plan = next((p for p in result.plans if p.disaggregation is None), None)
+    if plan is None:
+        why = result.refused[0].reason if result.refused else "no legal split"
+        return PoolPlan(role=role, device=group.device.id, count=group.count, tp=0, pp=0,
+                        ep=0, dp=0, kv_capacity_tokens=None, total_concurrency=None,
+                        fits=False, why=why)
+    return PoolPlan(role=role, device=group.device.id, count=group.count, tp=plan.tp,
+                    pp=plan.pp, ep=plan.ep, dp=plan.dp,
+                    kv_capacity_tokens=plan.per_device.kv_capacity_tokens
+                    if plan.per_device else None,
+                    total_concurrency=plan.total_concurrency, fits=plan.fits, why=plan.why)
+
+
+def _disaggregated(spec: ModelSpec, groups: list[DeviceGroup],
+                   request: PlacementRequest) -> list[MixedDisaggregated]:
+    """Every ordered pair of types as (prefill, decode) pools, both fitting first."""
+    pools = {(g.device.id, role): _pool(spec, g, request, role)
+             for g in groups for role in ("prefill", "decode")}
+    pairs = [MixedDisaggregated(prefill=pools[a.device.id, "prefill"],
+                                decode=pools[b.device.id, "decode"],
+                                fits=pools[a.device.id, "prefill"].fits
+                                and pools[b.device.id, "decode"].fits)
+             for a, b in permutations(groups, 2)]
+    pairs.sort(key=lambda p: (not p.fits, -(p.decode.total_concurrency or 0)))
+    return pairs
