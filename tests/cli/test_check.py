@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -54,11 +53,16 @@ def _manifest(tmp_path: Path, text: str, name: str = "fleet.yaml") -> Path:
 
 
 def test_the_example_fleet_passes_in_under_three_seconds() -> None:
+    """Counted in the process's CPU time, which other work on the machine does not inflate
+    (about 1.5 s of 2 CPUs' wall time on an idle machine)."""
+    import resource
+
     assert INVENTORY
-    started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([INVENTORY, "check", str(EXAMPLE), "-f", "json"], capture_output=True,
                           text=True, env=ENV, timeout=60)
-    spent = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert done.returncode == 0, done.stderr
     import json
 
