@@ -26,6 +26,8 @@ class EngineEra(BaseModel):
     summary: str
     programs: list[str]  # command lines `inventory launch` reads for it
     rules: list[EngineRule]
+    # a release newer than the newest one modelled: the newest era answers, and says so
+    warning: str | None = None
 
 
 class EngineList(BaseModel):
@@ -38,7 +40,8 @@ def _era(engine: ServingEngine, lowest: str, below: str | None, default: bool) -
                      version=engine.version, label=engine.label, default=default,
                      summary=engine.summary,
                      programs=[" ".join(p) for p in engine.programs],
-                     rules=[EngineRule(rule=r, source=s) for r, s in engine.rules])
+                     rules=[EngineRule(rule=r, source=s) for r, s in engine.rules],
+                     warning=engine.release_warning)
 
 
 def engine_list() -> EngineList:

@@ -6,10 +6,15 @@ from rich.table import Table
 from rich.text import Text
 
 from llm_inventory.engine.engines import EngineEra, EngineList
+from llm_inventory.render.fit import Diagnostic
 
 
 def _range(era: EngineEra) -> str:
-    return f"{era.lowest}–" + (f"below {era.below}" if era.below else "newest")
+    """The releases an era covers; the newest era up to the newest release read (a newer
+    one is answered by it, with a warning)."""
+    if era.below:
+        return f"{era.lowest}–below {era.below}"
+    return f"{era.lowest}+ (read to {era.version})"
 
 
 def engines_table(listing: EngineList) -> list[Table | Text]:
@@ -27,7 +32,8 @@ def engines_table(listing: EngineList) -> list[Table | Text]:
 
 def engine_detail_table(era: EngineEra) -> list[Table | Text]:
     head = Text(f"{era.label} · {era.engine}@{era.lowest} up to "
-                + (f"below {era.below}" if era.below else "the newest release")
+                + (f"below {era.below}" if era.below
+                   else "the newest release (later ones answered by it, with a warning)")
                 + f" · {era.versions}", style="bold")
     table = Table()
     table.add_column("rule", overflow="fold")
@@ -35,6 +41,8 @@ def engine_detail_table(era: EngineEra) -> list[Table | Text]:
     for rule in era.rules:
         table.add_row(rule.rule, rule.source)
     parts: list[Table | Text] = [head, Text(era.summary), table]
+    if era.warning:
+        parts.append(Diagnostic(era.warning))
     if era.programs:
         parts.append(Text("inventory launch reads: " + "; ".join(era.programs), style="dim"))
     return parts

@@ -289,6 +289,9 @@ class ServingEngine(ABC):
     # rather than sizing a pool from memory: the sequences a device can hold are then its
     # room over one sequence's state, whatever one launch allocated
     kv_from_context: ClassVar[bool] = False
+    # set on the copy `serving.get` returns for a release newer than the newest one read:
+    # the newest era answers for it, and says so (None: a release inside the eras read)
+    release_warning: str | None = None
 
     # --- settings and model facts ---------------------------------------------------------
 

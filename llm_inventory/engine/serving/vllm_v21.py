@@ -87,6 +87,11 @@ class VllmV21(VllmV1):
             return replace(layout, tokens_from_concurrency=True)
         return layout
 
+    def max_graph_size(self, settings: EngineSettings) -> int:
+        """The largest batch captured as a CUDA graph (`VllmConfig._set_cudagraph_sizes`):
+        512 up to 0.27."""
+        return 512
+
     def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
         """0.19's reserve plus the CUDA-graph estimate (both estimates)."""
         base = super().reserve(shape, settings)
@@ -95,7 +100,8 @@ class VllmV21(VllmV1):
         graphs = estimate_graphs(
             self.graph_model, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens, layers=shape.layers,
-            widest_per_token=shape.widest_per_token, activation_bits=shape.activation_bits)
+            widest_per_token=shape.widest_per_token, activation_bits=shape.activation_bits,
+            max_graph_size=self.max_graph_size(settings))
         return base.model_copy(update={"cuda_graph_bytes": graphs.bytes,
                                        "reserve_bytes": base.reserve_bytes + graphs.bytes})
 
