@@ -32,6 +32,7 @@ import copy
 from collections.abc import Sequence
 from typing import ClassVar
 
+from llm_inventory.engine.kinds.base import StateLayer
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     ExpertPadding,
@@ -51,7 +52,7 @@ from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_res
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
-from llm_inventory.units import GIB, dtype_bits
+from llm_inventory.units import GIB, dtype_bits, normalize_dtype
 
 # MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
 EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
@@ -211,6 +212,40 @@ class VllmV1(ServingEngine):
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_vllm(argv)
 
+    # the packed sparse-MLA record each KV dtype selects (`kinds/packed_mla.py`): an fp8
+    # cache becomes `fp8_ds_mla` for DeepSeek-V3.2-style models
+    # (`DeepseekV32ForCausalLM.verify_and_update_config`, vllm/model_executor/models/
+    # config.py)
+    sparse_layouts: ClassVar[dict[str, str]] = {"fp8": "fp8_ds_mla"}
+    sparse_block: ClassVar[int] = 64  # FlashMLA sparse's block, forced for these models
+
+    def state_layers(self, spec: ModelSpec, layers: tuple[StateLayer, ...],
+                     settings: EngineSettings) -> tuple[StateLayer, ...]:
+        """Sparse MLA layers in the packed record the KV dtype selects (`sparse_layouts`);
+        the rest as the model keeps them."""
+        from llm_inventory.engine import kinds
+
+        layout = self.sparse_layouts.get(normalize_dtype(settings.kv_dtype, "kv_dtype"))
+        stack = spec.decoder
+        if layout is None or stack is None:
+            return layers
+        return tuple(kinds.get(run.kind).sparse_record(run, stack, layout) or run
+                     for run in layers)
+
+    def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
+        """Paged as `paged.py` says; a model with sparse MLA in blocks of 64 whatever
+        --block-size asks (`CudaPlatformBase.check_and_update_config`, vllm/platforms/
+        cuda.py: "Forcing kv cache block size to 64 for FlashMLASparse backend")."""
+        from llm_inventory.engine import kinds
+
+        block = settings.block_size
+        if any(kinds.get(layer.kind).sparse_mla for layer in layers):
+            block = self.sparse_block
+        return pool_layout(layers, block_size=block,
+                           max_model_len=settings.max_model_len,
+                           max_num_batched_tokens=settings.max_num_batched_tokens,
+                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")))
+
     def expert_padding(self, spec: ModelSpec, device: Device | None = None
                        ) -> ExpertPadding | None:
         """MXFP4 experts as this release's default backend on `device` lays them out
@@ -288,11 +323,6 @@ class VllmV1(ServingEngine):
         usable = int(device.memory_bytes * settings.memory_fraction)
         return usable - weight_bytes - reserve.reserve_bytes
 
-    def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
-        return pool_layout(layers, block_size=settings.block_size,
-                           max_model_len=settings.max_model_len,
-                           max_num_batched_tokens=settings.max_num_batched_tokens,
-                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")))
 
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:

@@ -1,0 +1,112 @@
+"""The 2026 eras: vLLM 0.28's batch tier and Blackwell graphs, the packed sparse-MLA record
+vLLM keeps for DeepSeek-V3.2 with an fp8 cache, TensorRT-LLM 1.1's whole blocks, and a
+release newer than the newest modelled answered with a warning."""
+
+from __future__ import annotations
+
+import json
+
+from llm_inventory.engine import serving
+from llm_inventory.engine.engines import engine_detail
+from llm_inventory.engine.placement import PlacementRequest, plan_placement
+from llm_inventory.engine.serving.base import LaunchSettings, StageShape
+from llm_inventory.engine.serving.trtllm import TokenPool
+from llm_inventory.engine.serving.vllm_graphs import capture_sizes
+from llm_inventory.engine.serving.vllm_v21 import VllmV21
+from llm_inventory.engine.serving.vllm_v28 import VllmV28
+from llm_inventory.spec.devices import resolve_device
+from llm_inventory.spec.hf import from_hf_config
+from tests.conftest import Invoke
+from tests.reference import DATA
+
+
+def _settings(engine: str, device: str):  # type: ignore[no-untyped-def]
+    return serving.get(engine).settings(resolve_device(device),
+                                        LaunchSettings(context=8192, kv_dtype="bf16"))
+
+
+def test_the_160_gib_tier_doubles_the_batched_tokens_from_0_28() -> None:
+    """`get_batch_defaults` (v0.28.0): ≥ 160 GiB takes 16384; 0.27 and smaller GPUs keep
+    8192 (≥ 70 GiB) or 2048."""
+    assert isinstance(serving.get("vllm@0.28.1"), VllmV28)
+    assert not isinstance(serving.get("vllm@0.27.1"), VllmV28)
+    assert _settings("vllm@0.28", "b200").max_num_batched_tokens == 16384
+    assert _settings("vllm@0.28", "mi300x").max_num_batched_tokens == 16384  # raw capacity
+    assert _settings("vllm@0.27", "b200").max_num_batched_tokens == 8192
+    assert _settings("vllm@0.28", "h100").max_num_batched_tokens == 8192
+    assert _settings("vllm@0.28", "l4").max_num_batched_tokens == 2048
+    asked = serving.get("vllm@0.28").settings(resolve_device("b200"), LaunchSettings(
+        context=8192, kv_dtype="bf16", max_num_batched_tokens=4096))
+    assert asked.max_num_batched_tokens == 4096
+
+
+def test_blackwell_captures_graphs_up_to_1024_from_0_28() -> None:
+    assert capture_sizes(1024, 16384, 1024)[-1] == 1024
+    assert capture_sizes(1024, 16384)[-1] == 512
+    shape = StageShape(tp=1, pp=1, ep=1, stage=0, first_stage=True, last_stage=True,
+                       has_layers=True, layers=32, vocab=128256, hidden=4096,
+                       widest_per_token=14336, activation_bits=16, moe_workspace_per_token=0)
+    pinned = LaunchSettings(context=8192, kv_dtype="bf16", max_num_batched_tokens=8192)
+    new, old = serving.get("vllm@0.28"), serving.get("vllm@0.27")
+    b200 = resolve_device("b200")
+    graphs_new = new.reserve(shape, new.settings(b200, pinned)).cuda_graph_bytes
+    graphs_old = old.reserve(shape, old.settings(b200, pinned)).cuda_graph_bytes
+    assert graphs_new > graphs_old  # 32 more piecewise and FULL graphs
+    h100 = resolve_device("h100")
+    assert new.reserve(shape, new.settings(h100, pinned)).cuda_graph_bytes == \
+        old.reserve(shape, old.settings(h100, pinned)).cuda_graph_bytes
+
+
+def test_a_newer_release_is_answered_by_the_newest_era_with_a_warning(
+        invoke: Invoke) -> None:
+    engine = serving.get("vllm@0.33")
+    assert isinstance(engine, VllmV28) and engine.version == "0.33"
+    assert engine.release_warning is not None and "newer than the newest release " \
+        "modelled (0.28)" in engine.release_warning
+    assert serving.get("vllm@0.28").release_warning is None
+    assert serving.get("vllm").release_warning is None
+    assert serving.get("vllm@0.25").release_warning is None
+    assert serving.get("trtllm@1.3").release_warning is not None
+    assert engine_detail("vllm@0.40").warning is not None
+    run = invoke("engines", "vllm@0.40")
+    assert run.code == 0 and "newer than the newest release" in run.stderr
+    assert "newer than the newest release" not in run.stdout
+    data = invoke("engines", "vllm@0.40", "--format", "json").json()
+    assert "0.28" in data["warning"]
+    plan = invoke("placement", "llama-3.1-8b", "-d", "h100", "-n", "1", "-e", "vllm@0.31",
+                  "--format", "json").json()
+    assert any("newer than the newest release" in note for note in plan["notes"])
+
+
+def test_deepseek_v32_with_an_fp8_cache_keeps_fp8_ds_mla_in_blocks_of_64() -> None:
+    """61 layers × (656 B record + 132 B indexer key) = 48,068 B per token on every rank
+    (the latent is not split by TP); blocks of 64 tokens."""
+    path = DATA / "configs-2026/DeepSeek-V3.2.json"
+    spec = from_hf_config(json.loads(path.read_text()), str(path))
+    for era in ("vllm@0.19", "vllm@0.25", "vllm"):
+        result = plan_placement(spec, PlacementRequest(
+            device=resolve_device("h200"), count=8, tp=8, pp=1, engine=era, kv_dtype="fp8"))
+        fit = result.plans[0].per_device
+        assert fit is not None
+        assert fit.kv_bytes_per_token == 61 * 788
+        assert fit.kv_capacity_tokens % 64 == 0 and fit.kv_capacity_tokens // fit.kv_blocks \
+            == 64
+    bf16 = plan_placement(spec, PlacementRequest(
+        device=resolve_device("h200"), count=8, tp=8, pp=1, kv_dtype="bf16")).plans[0]
+    assert bf16.per_device is not None and bf16.per_device.kv_bytes_per_token == 61 * 1284
+
+
+def test_trtllm_1_1_rounds_the_token_budget_up_to_whole_blocks() -> None:
+    """`KVCacheManager.calculate_max_num_blocks`: ⌈86,711 ÷ 32⌉ = 2,710 blocks, 86,720
+    tokens; the 1.0 era keeps its floor."""
+    per_token = 131072
+    pool = 86_711 * per_token + per_token // 2
+    for engine, tokens in (("trtllm", 86_720), ("trtllm@1.2", 86_720),
+                           ("trtllm@1.0", 86_688)):
+        settings = serving.get(engine).settings(resolve_device("h100"), LaunchSettings(
+            context=8192, kv_dtype="fp16"))
+        layout = serving.get(engine).pool_layout(
+            [serving.KvLayer(kind="full", bytes_per_token=per_token)], settings)
+        assert isinstance(layout, TokenPool)
+        assert layout.capacity(pool).tokens == tokens, engine
+    assert isinstance(serving.get("vllm@0.21"), VllmV21)
