@@ -52,7 +52,7 @@ from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_res
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
-from llm_inventory.units import GIB, dtype_bits, normalize_dtype
+from llm_inventory.units import GIB, dtype_bits, normalize_dtype, parse_bytes
 
 # MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
 EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
@@ -122,6 +122,20 @@ def mxfp4_experts(version: str, device: Device | None) -> ExpertPadding:
     return EXPERTS_MARLIN
 
 
+KV_CACHE_MEMORY = "kv_cache_memory"  # --kv-cache-memory-bytes: the KV pool, in bytes
+
+
+def kv_cache_memory(value: FlagValue) -> int:
+    """`--kv-cache-memory-bytes` (or its prefix `--kv-cache-memory`) as bytes: a whole
+    number or a size (80GiB …); InputError for anything else."""
+    if isinstance(value, bool) or isinstance(value, float):
+        raise InputError(KV_CACHE_MEMORY, f"expected bytes or a size such as 8GiB, got {value!r}")
+    found = parse_bytes(value, KV_CACHE_MEMORY)
+    if found <= 0:
+        raise InputError(KV_CACHE_MEMORY, "must be more than 0 bytes")
+    return found
+
+
 def bool_flag(flags: dict[str, FlagValue], name: str) -> bool:
     """An on/off engine flag (absent: off); InputError for anything but true or false."""
     value = flags.get(name, False)
@@ -175,6 +189,9 @@ class VllmV1(ServingEngine):
          "vllm/model_executor/layers/rotary_embedding get_rope"),
         ("reserve: non-torch memory, forward and sampler peaks (estimate, calibrated on 0.19 "
          "start-ups)", "llm_inventory/engine/serving/vllm_reserve.py"),
+        ("--kv-cache-memory-bytes: the KV pool is that many bytes, the utilization and the "
+         "profiled reserve not applied", "vllm/v1/worker/gpu_worker.py "
+         "Worker.determine_available_memory (cache_config.kv_cache_memory_bytes)"),
         ("stops when one request at max_model_len needs more KV than the pool, with the "
          "estimated maximum model length",
          "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory"),
@@ -190,12 +207,16 @@ class VllmV1(ServingEngine):
     default_utilization: ClassVar[float] = 0.90
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
-        unknown = sorted(set(asked.flags) - set(self.engine_flags))
+        unknown = sorted(set(asked.flags) - set(self.engine_flags) - {KV_CACHE_MEMORY})
         if unknown:
             raise InputError("engine_flags", f"{self.label} takes "
                              + ", ".join(f"{name} (true/false)" for name in self.engine_flags)
-                             + " as engine flags; got " + ", ".join(unknown))
-        flags = {name: bool_flag(asked.flags, name) for name in self.engine_flags}
+                             + f", {KV_CACHE_MEMORY} (bytes) as engine flags; got "
+                             + ", ".join(unknown))
+        flags: dict[str, FlagValue] = {name: bool_flag(asked.flags, name)
+                                       for name in self.engine_flags}
+        if asked.flags.get(KV_CACHE_MEMORY) is not None:
+            flags[KV_CACHE_MEMORY] = kv_cache_memory(asked.flags[KV_CACHE_MEMORY])
         large = device.memory_bytes >= 70 * GIB and "a100" not in device.id
         return EngineSettings(
             max_model_len=asked.context,
@@ -320,6 +341,12 @@ class VllmV1(ServingEngine):
 
     def pool_bytes(self, device: Device, settings: EngineSettings, shape: StageShape,
                    weight_bytes: int, reserve: ReserveEstimate) -> int:
+        """total × utilization − weights − reserve; exactly `--kv-cache-memory-bytes` when
+        given (`Worker.determine_available_memory`, vllm/v1/worker/gpu_worker.py, returns
+        `cache_config.kv_cache_memory_bytes` as it is, the utilization not applied)."""
+        asked = settings.flags.get(KV_CACHE_MEMORY)
+        if asked is not None:
+            return int(asked)
         usable = int(device.memory_bytes * settings.memory_fraction)
         return usable - weight_bytes - reserve.reserve_bytes
 

@@ -133,7 +133,11 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         elif name == "--enable-expert-parallel":
             expert_parallel = True
         elif name == "--max-model-len":
-            fields["context"] = parse_tokens(need(), name)
+            text = need().strip().lower()
+            if text in ("auto", "-1"):  # the longest context the pool holds (vllm#29431)
+                flags["max_model_len_auto"] = True
+            else:
+                fields["context"] = parse_tokens(text, name)
         elif name == "--gpu-memory-utilization":
             fields["memory_fraction"] = parse_fraction(need(), name)
         elif name == "--max-num-batched-tokens":
@@ -142,6 +146,10 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
             fields["max_num_seqs"] = _int(name, need())
         elif name == "--block-size":
             fields["block_size"] = _int(name, need())
+        elif name in ("--kv-cache-memory-bytes", "--kv-cache-memory"):
+            from llm_inventory.engine.serving.vllm import KV_CACHE_MEMORY, kv_cache_memory
+
+            flags[KV_CACHE_MEMORY] = kv_cache_memory(need())
         elif name == "--kv-cache-dtype":
             fields["kv_dtype"] = _kv_dtype(need())
         elif name == "--dtype":

@@ -65,6 +65,9 @@ class VllmV21(VllmV1):
          "graphs up to max_num_seqs", "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes"),
         ("no graphs with --enforce-eager", "vllm/config/compilation.py CompilationConfig"),
         ("default gpu_memory_utilization 0.92", "vllm/config/cache.py CacheConfig"),
+        ("--max-model-len auto: the model's length, or the longest context the KV pool "
+         "holds when one request at it does not fit (vllm#29431)",
+         "vllm/v1/core/kv_cache_utils.py estimate_max_model_len, check_enough_kv_cache_memory"),
         ("printed KV tokens: ⌊maximum concurrency × max_model_len⌋",
          "vllm/v1/core/kv_cache_utils.py get_kv_cache_capacity, _report_kv_cache_config"),
     ) + tuple(rule for rule in VllmV1.rules[1:]
@@ -74,7 +77,8 @@ class VllmV21(VllmV1):
         super().__init__()
         self.graph_model = graphs or GraphModel()
 
-    engine_flags: ClassVar[tuple[str, ...]] = ("enforce_eager", "enable_prefix_caching")
+    engine_flags: ClassVar[tuple[str, ...]] = ("enforce_eager", "enable_prefix_caching",
+                                               "max_model_len_auto")
     default_utilization: ClassVar[float] = 0.92
 
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
@@ -104,6 +108,24 @@ class VllmV21(VllmV1):
             max_graph_size=self.max_graph_size(settings))
         return base.model_copy(update={"cuda_graph_bytes": graphs.bytes,
                                        "reserve_bytes": base.reserve_bytes + graphs.bytes})
+
+    def context_fallback(self, capacity: KvCapacity, settings: EngineSettings) -> str | None:
+        """`--max-model-len auto` (vllm#29431): instead of stopping when one request at the
+        model's length does not fit, max_model_len becomes the longest context the pool
+        holds (`estimate_max_model_len`, vllm/v1/core/kv_cache_utils.py)."""
+        if not settings.flags.get("max_model_len_auto") or capacity.max_concurrency >= 1 \
+                or not capacity.longest_context:
+            return None
+        return (f"--max-model-len auto: max_model_len becomes {capacity.longest_context:,}, "
+                "the longest context the KV pool holds")
+
+    def startup_error(self, capacity: KvCapacity, pool_bytes: int,
+                      settings: EngineSettings) -> str | None:
+        """0.19's error, except that `--max-model-len auto` starts at the longest context
+        the pool holds when there is one."""
+        if self.context_fallback(capacity, settings) is not None and pool_bytes > 0:
+            return None
+        return super().startup_error(capacity, pool_bytes, settings)
 
     def startup(self, capacity: KvCapacity, pool_bytes: int, settings: EngineSettings,
                 context: StartupContext) -> StartupReport:

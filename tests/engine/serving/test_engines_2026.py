@@ -110,3 +110,51 @@ def test_trtllm_1_1_rounds_the_token_budget_up_to_whole_blocks() -> None:
         assert isinstance(layout, TokenPool)
         assert layout.capacity(pool).tokens == tokens, engine
     assert isinstance(serving.get("vllm@0.21"), VllmV21)
+
+
+def test_kv_cache_memory_is_the_pool_as_given() -> None:
+    """`--kv-cache-memory-bytes` (argparse takes the prefix `--kv-cache-memory` too): the
+    pool is that many bytes, the utilization not applied."""
+    from llm_inventory.engine.serving.vllm_launch import parse_vllm
+    from llm_inventory.errors import InputError
+
+    command = parse_vllm(["meta-llama/Llama-3.1-8B", "--kv-cache-memory", "8GiB"])
+    assert command.flags == {"kv_cache_memory": 8 * 2**30}
+    assert parse_vllm(["m", "--kv-cache-memory-bytes=1000000"]).flags["kv_cache_memory"] \
+        == 1_000_000
+    for bad in ("0", "lots", "-5"):
+        try:
+            parse_vllm(["m", "--kv-cache-memory", bad])
+        except InputError as exc:
+            assert "kv_cache_memory" in str(exc.field) or "kv" in str(exc)
+        else:
+            raise AssertionError(bad)
+    path = DATA / "models/Llama-3.1-8B.json"
+    spec = from_hf_config(json.loads(path.read_text()), str(path))
+    for era in ("vllm@0.19", "vllm"):
+        for fraction in (0.5, 0.9):
+            plan = plan_placement(spec, PlacementRequest(
+                device=resolve_device("h100"), count=1, tp=1, engine=era,
+                gpu_memory_utilization=fraction,
+                engine_flags={"kv_cache_memory": 8 * 2**30})).plans[0]
+            assert plan.per_device is not None
+            assert plan.per_device.kv_pool_bytes == 8 * 2**30
+            assert plan.per_device.kv_capacity_tokens == 8 * 2**30 // 131072 // 16 * 16
+
+
+def test_max_model_len_auto_starts_at_the_longest_context_the_pool_holds() -> None:
+    from llm_inventory.engine.serving.vllm_launch import parse_vllm
+
+    assert parse_vllm(["m", "--max-model-len", "auto"]).flags == {"max_model_len_auto": True}
+    assert parse_vllm(["m", "--max-model-len=-1"]).context is None
+    path = DATA / "models/Llama-3.1-8B.json"
+    spec = from_hf_config(json.loads(path.read_text()), str(path))
+    flags = {"kv_cache_memory": 8 * 2**30}
+    request = PlacementRequest(device=resolve_device("h100"), count=1, tp=1, context=131072,
+                               engine_flags=flags)
+    fixed = plan_placement(spec, request).plans[0]
+    assert fixed.startup_error is not None and fixed.longest_context == 65536
+    auto = plan_placement(spec, request.model_copy(update={
+        "engine_flags": {**flags, "max_model_len_auto": True}})).plans[0]
+    assert auto.startup_error is None
+    assert any("max_model_len becomes 65,536" in w for w in auto.warnings)
