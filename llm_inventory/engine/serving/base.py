@@ -454,6 +454,12 @@ class ServingEngine(ABC):
 
     # --- versions -------------------------------------------------------------------------
 
+    def claims_launch(self, argv: list[str]) -> bool:
+        """Whether a command line that starts with one of `programs` is this engine's rather
+        than an engine registered before it with the same programs (a fork's own flags or
+        path); False by default."""
+        return False
+
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);
         by default the era itself. An era whose lines or defaults vary inside its range

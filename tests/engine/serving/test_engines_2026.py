@@ -158,3 +158,19 @@ def test_max_model_len_auto_starts_at_the_longest_context_the_pool_holds() -> No
         "engine_flags": {**flags, "max_model_len_auto": True}})).plans[0]
     assert auto.startup_error is None
     assert any("max_model_len becomes 65,536" in w for w in auto.warnings)
+
+
+def test_ik_llama_command_lines_are_read_as_ik_llama() -> None:
+    """Same program names as llama.cpp: a line with one of ik_llama.cpp's own flags, or run
+    from an ik_llama folder, is its; a plain line stays upstream's."""
+    from llm_inventory.engine.launch import match_program
+
+    engine, rest = match_program(["llama-server", "-m", "x.gguf", "-c", "8192", "-fmoe"])
+    assert engine.name == "ik_llama" and rest[0] == "-m"
+    assert match_program(["./llama-server", "-m", "x.gguf", "-mla", "3"])[0].name == "ik_llama"
+    assert match_program(["/opt/ik_llama.cpp/build/bin/llama-server", "-m", "x.gguf"])[0] \
+        .name == "ik_llama"
+    assert match_program(["llama-server", "-m", "x.gguf", "-c", "8192"])[0].name == "llamacpp"
+    line = ["llama-server", "-m", "x.gguf", "--smart-expert-reduction=7,1"]
+    assert match_program(line)[0].name == "ik_llama"
+    assert match_program(["vllm", "serve", "m", "-fmoe"])[0].name == "vllm"
