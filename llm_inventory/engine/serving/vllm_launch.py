@@ -133,8 +133,8 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         elif name == "--enable-expert-parallel":
             expert_parallel = True
         elif name == "--max-model-len":
-            text = need().strip().lower()
-            if text in ("auto", "-1"):  # the longest context the pool holds (vllm#29431)
+            text = need().strip()
+            if text.lower() in ("auto", "-1"):  # the longest context the pool holds (#29431)
                 flags["max_model_len_auto"] = True
             else:
                 fields["context"] = parse_tokens(text, name)
