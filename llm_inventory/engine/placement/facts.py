@@ -199,6 +199,7 @@ class ModelFacts:
                 mla=s is not None and s.mla is not None,
                 heads=(s.heads or 0) // tp if s is not None else 0,
                 head_dim=s.k_dim if s is not None else 0, model_layers=self.layers,
+                fixed_state=any(not kinds.get(run.kind).grows for run in self.state),
             )
         return found
 

@@ -27,6 +27,8 @@ from llm_inventory.errors import InputError
 # an engine is its default. Versions compare as dotted integers.
 ERAS: tuple[tuple[str, str, str], ...] = (
     ("vllm", "0.28", "vllm_v28"),
+    ("vllm", "0.26", "vllm_v26"),
+    ("vllm", "0.25.1", "vllm_v25"),
     ("vllm", "0.21", "vllm_v21"),
     ("vllm", "0.11", "vllm"),
     ("vllm", "0.2", "vllm_v0"),

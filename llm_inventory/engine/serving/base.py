@@ -251,6 +251,7 @@ class StageShape:
     mla: bool = False  # the stage's attention keeps an MLA latent (some engines reserve more)
     layers: int = 0  # decoder layers on this stage
     device_memory_bytes: int = 0  # the device's total memory, as the runtime reports it
+    fixed_state: bool = False  # the model keeps fixed-size state (Mamba, linear attention)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """vLLM from 0.28: 0.21's accounting, with larger defaults on the largest GPUs.
 
 Rules that changed in 0.28, each from vLLM's source at the v0.28.0 tag; the rest is the
-0.21 module's (`vllm_v21.py`):
+0.26 module's (`vllm_v26.py`, itself 0.21's):
 - Batch defaults (`EngineArgs.get_batch_defaults`, vllm/engine/arg_utils.py; added by
   vllm#51726, first tagged in v0.28.0, absent from v0.27.1): a device of 160 GiB or more
   (`device_memory >= 160 * GiB_bytes`, the raw capacity, so AMD MI300X and MI325X fall in
@@ -23,14 +23,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 from llm_inventory.engine.serving.base import EngineSettings, LaunchSettings
-from llm_inventory.engine.serving.vllm_v21 import VllmV21
+from llm_inventory.engine.serving.vllm_v26 import VllmV26
 from llm_inventory.spec.devices import Device
 from llm_inventory.units import GIB
 
 TIER_BYTES = 160 * GIB  # `get_batch_defaults`: the top tier's device memory
 
 
-class VllmV28(VllmV21):
+class VllmV28(VllmV26):
     name = "vllm"
     versions = "0.28 and later (≥ 160 GiB tier of batch defaults, 1024-batch graphs on " \
                "Blackwell)"
@@ -45,7 +45,7 @@ class VllmV28(VllmV21):
          "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (v0.28.0, vllm#51726)"),
         ("largest CUDA-graph batch 1024 on compute capability 10.x, else 512",
          "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (v0.28.0, vllm#49390)"),
-    ) + tuple(rule for rule in VllmV21.rules
+    ) + tuple(rule for rule in VllmV26.rules
               if not rule[0].startswith(("captured sizes", "defaults: 8192")))
     blackwell: ClassVar[str] = "blackwell_graphs"
 

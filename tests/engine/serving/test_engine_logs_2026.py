@@ -15,7 +15,7 @@ from llm_inventory.spec.hf import from_hf_config
 from tests.reference import DATA
 
 LOGS = DATA / "engine-logs-2026"
-REPLAYED = {"N01", "N02"}
+REPLAYED = {"N01", "N02", "N04"}
 NOT_REPLAYED = {
     "N03": "no 0.26 era is modelled and the 122B config is not held; it documents what the "
            "0.21 era misses for hybrid GDN models from 0.26",
@@ -60,3 +60,19 @@ def test_n02_the_160_gib_tier_takes_amd_too() -> None:
             settings = serving.get(era).settings(resolve_device(device), LaunchSettings(
                 context=8192, kv_dtype="bf16"))
             assert settings.max_num_batched_tokens == tokens, (device, era)
+
+
+def test_n04_dense_models_reserve_no_graph_memory_on_0_25() -> None:
+    """Llama-3.1-70B FP8 at TP 8 on 8 × L40S: 0.23 subtracts a graph estimate, 0.25.1 none."""
+    record = _records()["N04"]
+    path = LOGS / record["model_config"]
+    spec = from_hf_config(json.loads(path.read_text()), path.name)
+    graphs = {}
+    for era in ("vllm@0.23", "vllm@0.25.1", "vllm@0.26"):
+        plan = plan_placement(spec, PlacementRequest(
+            device=resolve_device("l40s"), count=8, tp=8, pp=1, engine=era,
+            dtype="fp8")).plans[0]
+        assert plan.per_device is not None and plan.per_device.reserve is not None
+        graphs[era] = plan.per_device.reserve.cuda_graph_bytes
+    assert graphs["vllm@0.25.1"] == record["figures"]["cuda_graph_reserve_gib_0_25_1"]
+    assert graphs["vllm@0.23"] > 0 and graphs["vllm@0.26"] == graphs["vllm@0.23"]

@@ -174,3 +174,30 @@ def test_ik_llama_command_lines_are_read_as_ik_llama() -> None:
     line = ["llama-server", "-m", "x.gguf", "--smart-expert-reduction=7,1"]
     assert match_program(line)[0].name == "ik_llama"
     assert match_program(["vllm", "serve", "m", "-fmoe"])[0].name == "vllm"
+
+
+def test_0_25_drops_the_graph_reserve_for_dense_models_only() -> None:
+    """Model Runner V2 (dense models, 0.25.1) subtracts no CUDA graphs; MoE and hybrid
+    models stay on the V1 runner's estimate; 0.26 profiles graphs for all again."""
+    from llm_inventory.engine.serving.vllm_v25 import VllmV25
+    from llm_inventory.engine.serving.vllm_v26 import VllmV26
+
+    assert isinstance(serving.get("vllm@0.25.1"), VllmV25)
+    assert not isinstance(serving.get("vllm@0.25.0"), VllmV25)
+    assert isinstance(serving.get("vllm@0.27.1"), VllmV26)
+    assert isinstance(serving.get("vllm@0.28"), VllmV26)  # 0.28 builds on 0.26
+
+    def graphs(model: str, era: str) -> int:
+        path = DATA / model
+        spec = from_hf_config(json.loads(path.read_text()), str(path))
+        plan = plan_placement(spec, PlacementRequest(
+            device=resolve_device("h100"), count=1, tp=1, pp=1, engine=era)).plans[0]
+        assert plan.per_device is not None and plan.per_device.reserve is not None
+        return plan.per_device.reserve.cuda_graph_bytes
+
+    dense, moe, hybrid = ("models/Llama-3.1-8B.json", "models/Qwen3-30B-A3B.json",
+                          "configs-2026/Qwen3.5-27B.json")
+    assert graphs(dense, "vllm@0.25.1") == 0 < graphs(dense, "vllm@0.24")
+    assert graphs(dense, "vllm@0.26") == graphs(dense, "vllm@0.24")
+    for model in (moe, hybrid):
+        assert graphs(model, "vllm@0.25.1") == graphs(model, "vllm@0.24") > 0
