@@ -201,3 +201,41 @@ def test_0_25_drops_the_graph_reserve_for_dense_models_only() -> None:
     assert graphs(dense, "vllm@0.26") == graphs(dense, "vllm@0.24")
     for model in (moe, hybrid):
         assert graphs(model, "vllm@0.25.1") == graphs(model, "vllm@0.24") > 0
+
+
+def test_llamacpp_fit_lowers_a_context_the_command_leaves_out() -> None:
+    """`--fit` (b7880 era): with no -c, n_ctx drops to what leaves 1024 MiB free; -c N,
+    -c 0 and --fit off keep the asked context and its out-of-memory stop."""
+    from llm_inventory.engine.launch import match_program, predict_launch
+    from llm_inventory.spec.presets import load_preset
+
+    spec = load_preset("llama-3.1-8b")
+    device = resolve_device("rtx-4090")
+
+    def launch(*args: str):  # type: ignore[no-untyped-def]
+        engine, rest = match_program(["llama-server", "-m", "llama-3.1-8b", *args])
+        return predict_launch(spec, engine.parse_launch(rest), engine, device)
+
+    fitted = launch()
+    assert fitted.startup_error is None
+    lowered = fitted.plan.longest_context
+    assert lowered is not None and 4096 <= lowered < 131072
+    assert any(f"--fit lowers n_ctx to {lowered:,}" in w for w in fitted.plan.warnings)
+    wide = launch("-fitt", "4096")  # a wider margin leaves a shorter context
+    assert wide.plan.longest_context is not None
+    assert lowered - wide.plan.longest_context == 3 * 1024 * 2**20 // (32 * 8 * 128 * 2 * 2)
+    for args in (("-c", "131072"), ("-c", "0"), ("--fit", "off")):
+        kept = launch(*args)
+        assert kept.startup_error is not None and "out of memory" in kept.startup_error
+        assert not any("--fit" in w for w in kept.plan.warnings)
+    older = serving.get("llamacpp@7000").settings(device, LaunchSettings(
+        context=8192, kv_dtype="f16"))
+    assert older.flags["fit"] is False
+    from llm_inventory.errors import InputError
+    for bad in (("--fit", "maybe"), ("-fitt", ""), ("-fitc", "x")):
+        try:
+            launch(*bad)
+        except InputError:
+            pass
+        else:
+            raise AssertionError(bad)
