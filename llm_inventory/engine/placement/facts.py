@@ -294,7 +294,8 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     engine = get_engine(request.engine)
     device = request.device
     weight_dtype, quant = weight_dtypes(spec, request.dtype)
-    kv = kv_dtype(spec, request.kv_dtype)
+    kv = kv_dtype(spec, request.kv_dtype, serving=False)
+    engine.check_kv_dtype(kv, spec, device)
     context = request.context
     if context is None:
         limit = engine.context_limit(spec)

@@ -455,6 +455,16 @@ class ServingEngine(ABC):
 
     # --- versions -------------------------------------------------------------------------
 
+    def check_kv_dtype(self, kv_dtype: str, spec: ModelSpec, device: Device) -> None:
+        """InputError when the engine cannot keep `spec`'s cache in `kv_dtype` on `device`;
+        by default no cache below 8 bits."""
+        from llm_inventory.errors import InputError
+        from llm_inventory.units import DTYPE_BITS
+
+        if DTYPE_BITS[kv_dtype] < 8:
+            raise InputError("kv_dtype", f"{kv_dtype} is not a KV cache dtype {self.label} "
+                             "offers; use bf16, fp16, fp8 or fp32")
+
     def claims_launch(self, argv: list[str]) -> bool:
         """Whether a command line that starts with one of `programs` is this engine's rather
         than an engine registered before it with the same programs (a fork's own flags or

@@ -64,7 +64,8 @@ ALL = -1  # n_gpu_layers: every layer
 
 FLAGS = ("ctx_size", "n_gpu_layers", "cache_type_k", "cache_type_v", "parallel",
          "ubatch_size", "batch_size", "flash_attn", "swa_full", "n_cpu_moe", "tensor_split",
-         "split_mode", "kv_unified", "mla_use", "fit", "fit_target", "fit_ctx")
+         "split_mode", "kv_unified", "mla_use", "fit", "fit_target", "fit_ctx",
+         "context_left_out")
 
 
 def _f32(x: float) -> float:
@@ -182,6 +183,9 @@ class LlamaCpp(ServingEngine):
             # `--fit` (common/common.h `common_params`: fit_params on, fit_params_target
             # 1024 MiB a device, fit_params_min_ctx 4096), upstream from b7880's era
             "fit": cls.upstream(7880), "fit_target": 1024, "fit_ctx": 4096,
+            # the command line gives no -c (set by `parse_llamacpp`): the context --fit may
+            # lower; placement's --context is a -c
+            "context_left_out": False,
         }
 
     # --- settings -------------------------------------------------------------------------
@@ -217,7 +221,9 @@ class LlamaCpp(ServingEngine):
         flags["fit_target"] = _fit_target(flags["fit_target"])
         # --fit lowers only the context the command leaves out (`-c 0` asks for the full
         # context: fit_params_min_ctx = UINT32_MAX, common/arg.cpp)
-        flags["fit_context"] = bool(flags["fit"]) and "ctx_size" not in asked.flags
+        flags["context_left_out"] = _on_off(flags["context_left_out"], "context_left_out")
+        flags["fit_context"] = bool(flags["fit"]) and bool(flags["context_left_out"]) \
+            and "ctx_size" not in asked.flags
         if int(flags["parallel"]) < 1:
             raise InputError("parallel", "needs at least one sequence")
         flags["ubatch_size"] = min(int(flags["ubatch_size"]), int(flags["batch_size"]))
@@ -698,6 +704,8 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
         flags = _typed_flags(values)
     except InputError as exc:  # name the flag as the command spelt it
         raise InputError(typed.get(exc.field, exc.field), exc.message) from None
+    if "ctx_size" not in flags:
+        flags["context_left_out"] = True
     n_seq = int(flags.get("parallel", 1))
     ctx = int(flags["ctx_size"]) if "ctx_size" in flags else None
     unified = bool(flags.get("kv_unified", n_seq == 1))

@@ -64,11 +64,14 @@ def _kv_dtype(text: str) -> str | None:
         return None
     if key in ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"):
         return "fp8"
+    if key in ("nvfp4", "nvfp4_ds_mla"):  # the era says where it keeps one
+        return "nvfp4"
     try:
         return normalize_dtype(key, "--kv-cache-dtype")
     except InputError as exc:
         raise InputError("--kv-cache-dtype", f"unknown KV cache dtype {text!r}; vLLM takes "
-                         "auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16") from exc
+                         "auto, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, nvfp4, bfloat16, "
+                         "float16") from exc
 
 
 def split_args(argv: list[str]) -> list[tuple[str, str | None]]:

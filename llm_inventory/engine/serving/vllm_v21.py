@@ -38,6 +38,8 @@ from llm_inventory.engine.serving.base import (
 from llm_inventory.engine.serving.paged import BlockPool
 from llm_inventory.engine.serving.vllm import VllmV1
 from llm_inventory.engine.serving.vllm_graphs import GraphModel, estimate_graphs
+from llm_inventory.spec.devices import Device
+from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import GIB
 
 
@@ -68,6 +70,9 @@ class VllmV21(VllmV1):
         ("--max-model-len auto: the model's length, or the longest context the KV pool "
          "holds when one request at it does not fit (vllm#29431)",
          "vllm/v1/core/kv_cache_utils.py estimate_max_model_len, check_enough_kv_cache_memory"),
+        ("--kv-cache-dtype nvfp4: e2m1 values and an e4m3 scale a 16, head_size ÷ 2 + "
+         "head_size ÷ 16 bytes a head, on compute capability 10.x, not for MLA (vllm#40177)",
+         "vllm/v1/attention/backends/flashinfer.py FlashInferBackend.supports_kv_cache_dtype"),
         ("printed KV tokens: ⌊maximum concurrency × max_model_len⌋",
          "vllm/v1/core/kv_cache_utils.py get_kv_cache_capacity, _report_kv_cache_config"),
     ) + tuple(rule for rule in VllmV1.rules[1:]
@@ -90,6 +95,28 @@ class VllmV21(VllmV1):
         if isinstance(layout, BlockPool):
             return replace(layout, tokens_from_concurrency=True)
         return layout
+
+    def check_kv_dtype(self, kv_dtype: str, spec: ModelSpec, device: Device) -> None:
+        """`--kv-cache-dtype nvfp4` (vllm#40177, from the 0.21 era): e2m1 values and an e4m3
+        scale a 16, packed per head (head_size ÷ 2 + head_size ÷ 16 bytes), through
+        FlashInfer's trtllm-gen kernels on compute capability 10.x only
+        (`FlashInferBackend.supports_kv_cache_dtype`, vllm/v1/attention/backends/
+        flashinfer.py); MLA backends refuse it, and the sparse-MLA record `nvfp4_ds_mla`
+        is not taken by the eras modelled."""
+        if kv_dtype != "nvfp4":
+            super().check_kv_dtype(kv_dtype, spec, device)
+            return
+        from llm_inventory.errors import InputError
+
+        if spec.decoder is not None and spec.decoder.mla is not None:
+            raise InputError("kv_dtype", f"{self.label} keeps no MLA cache in nvfp4 (MLA "
+                             "backends refuse it; the sparse-MLA record nvfp4_ds_mla came "
+                             "after the releases modelled); use bf16 or fp8")
+        capability = str(device.compute_capability or "")
+        if capability.split(".")[0] != "10":
+            raise InputError("kv_dtype", f"{self.label} keeps an nvfp4 cache only on compute "
+                             f"capability 10.x (B200, B300, GB200); {device.id} is "
+                             f"{capability or 'not a CUDA device'}")
 
     def max_graph_size(self, settings: EngineSettings) -> int:
         """The largest batch captured as a CUDA graph (`VllmConfig._set_cudagraph_sizes`):

@@ -239,3 +239,34 @@ def test_llamacpp_fit_lowers_a_context_the_command_leaves_out() -> None:
             pass
         else:
             raise AssertionError(bad)
+
+
+def test_nvfp4_kv_is_taken_from_the_0_21_era_on_blackwell_only() -> None:
+    """vLLM's packed nvfp4 cache: head_size ÷ 2 + head_size ÷ 16 bytes a head (Llama-3.1-8B:
+    32 layers × K and V × 8 heads × 72 = 36,864 B a token); compute capability 10.x only,
+    no MLA, none before the 0.21 era."""
+    from llm_inventory.engine.serving.vllm_launch import parse_vllm
+    from llm_inventory.errors import InputError
+    from llm_inventory.units import bytes_for
+
+    assert bytes_for(128, "nvfp4") == 72 and bytes_for(1, "nvfp4") == 2
+    path = DATA / "models/Llama-3.1-8B.json"
+    spec = from_hf_config(json.loads(path.read_text()), str(path))
+    plan = plan_placement(spec, PlacementRequest(
+        device=resolve_device("b200"), count=1, tp=1, kv_dtype="nvfp4")).plans[0]
+    assert plan.per_device is not None and plan.per_device.kv_bytes_per_token == 36_864
+    v32 = DATA / "configs-2026/DeepSeek-V3.2.json"
+    refused = ((spec, "h100", "vllm", "compute capability 10.x"),
+               (spec, "b200", "vllm@0.19", "not a KV cache dtype"),
+               (from_hf_config(json.loads(v32.read_text()), str(v32)), "b200", "vllm",
+                "no MLA cache in nvfp4"))
+    for model, device, era, words in refused:
+        try:
+            plan_placement(model, PlacementRequest(device=resolve_device(device), count=8,
+                                                   engine=era, kv_dtype="nvfp4"))
+        except InputError as exc:
+            assert words in exc.message, exc.message
+        else:
+            raise AssertionError((device, era))
+    assert parse_vllm(["m", "--kv-cache-dtype", "nvfp4"]).kv_dtype == "nvfp4"
+    assert parse_vllm(["m", "--kv-cache-dtype", "fp8_ds_mla"]).kv_dtype == "fp8"
