@@ -104,7 +104,7 @@ def check(
     Exit 0 when all pass, 1 when any fails, 2 for a bad manifest (naming the entry and
     field). Entries use `placement`'s option names; `defaults:` applies to every entry.
 
-    Example: inventory check examples/fleets/platform.yaml --junit fleet.xml
+    Example: inventory check examples/fleets/platform.yaml --annotations
     """
     import sys
     import time

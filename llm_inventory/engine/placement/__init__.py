@@ -129,6 +129,8 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
     reporter = Reporter(facts)
     plans = [reporter.plan(s) for s in legal]
     notes = context_notes(spec, facts.context)
+    if facts.engine.release_warning:
+        notes.append(facts.engine.release_warning)
     limit = facts.engine.context_limit(spec)
     refusal = None
     if limit is not None and facts.context > limit and not request.allow_long_context:

@@ -203,6 +203,7 @@ class ModelFacts:
                 mla=s is not None and s.mla is not None,
                 heads=(s.heads or 0) // tp if s is not None else 0,
                 head_dim=s.k_dim if s is not None else 0, model_layers=self.layers,
+                fixed_state=any(not kinds.get(run.kind).grows for run in self.state),
             )
         return found
 
@@ -297,7 +298,8 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     engine = get_engine(request.engine)
     device = request.device
     weight_dtype, quant = weight_dtypes(spec, request.dtype)
-    kv = kv_dtype(spec, request.kv_dtype)
+    kv = kv_dtype(spec, request.kv_dtype, serving=False)
+    engine.check_kv_dtype(kv, spec, device)
     context = request.context
     if context is None:
         limit = engine.context_limit(spec)

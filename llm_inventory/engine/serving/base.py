@@ -260,6 +260,7 @@ class StageShape:
     mla: bool = False  # the stage's attention keeps an MLA latent (some engines reserve more)
     layers: int = 0  # decoder layers on this stage
     device_memory_bytes: int = 0  # the device's total memory, as the runtime reports it
+    fixed_state: bool = False  # the model keeps fixed-size state (Mamba, linear attention)
 
 
 @dataclass(frozen=True)
@@ -298,6 +299,9 @@ class ServingEngine(ABC):
     # rather than sizing a pool from memory: the sequences a device can hold are then its
     # room over one sequence's state, whatever one launch allocated
     kv_from_context: ClassVar[bool] = False
+    # set on the copy `serving.get` returns for a release newer than the newest one read:
+    # the newest era answers for it, and says so (None: a release inside the eras read)
+    release_warning: str | None = None
 
     # --- settings and model facts ---------------------------------------------------------
 
@@ -478,6 +482,22 @@ class ServingEngine(ABC):
                              error=self.startup_error(capacity, pool_bytes, settings))
 
     # --- versions -------------------------------------------------------------------------
+
+    def check_kv_dtype(self, kv_dtype: str, spec: ModelSpec, device: Device) -> None:
+        """InputError when the engine cannot keep `spec`'s cache in `kv_dtype` on `device`;
+        by default no cache below 8 bits."""
+        from llm_inventory.errors import InputError
+        from llm_inventory.units import DTYPE_BITS
+
+        if DTYPE_BITS[kv_dtype] < 8:
+            raise InputError("kv_dtype", f"{kv_dtype} is not a KV cache dtype {self.label} "
+                             "offers; use bf16, fp16, fp8 or fp32")
+
+    def claims_launch(self, argv: list[str]) -> bool:
+        """Whether a command line that starts with one of `programs` is this engine's rather
+        than an engine registered before it with the same programs (a fork's own flags or
+        path); False by default."""
+        return False
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);
