@@ -418,6 +418,17 @@ class ServingEngine(ABC):
 
         raise InputError("launch", f"{self.label} command lines are not read yet")
 
+    def options_file(self, command: LaunchCommand) -> str | None:
+        """The file of further options the command line names, which the engine reads at
+        start-up (TensorRT-LLM's `--extra_llm_api_options`; None: it names none). The
+        caller reads it and hands its mapping to `with_options`."""
+        return None
+
+    def with_options(self, command: LaunchCommand, options: object) -> LaunchCommand:
+        """`command` with the options of the file `options_file` named applied (the
+        file's parsed contents; InputError for a value the engine refuses)."""
+        return command
+
     def on_devices(self, command: LaunchCommand, count: int) -> LaunchCommand:
         """The command as it runs when it sees `count` devices (most engines: the split it
         names, any devices beyond it running replicas)."""
