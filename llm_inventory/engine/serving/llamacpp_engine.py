@@ -256,7 +256,7 @@ class LlamaCpp(ServingEngine):
         without the V copy, or every head in full (see `llamacpp_rules.py`); sliding
         layers in full for the architectures whose window llama.cpp does not load."""
         stack = spec.decoder
-        if _model_type(spec) in NO_WINDOW:
+        if spec.model_type in NO_WINDOW:
             layers = tuple(run.model_copy(update={"kind": "full", "window": None})
                            if run.window is not None else run for run in layers)
         if stack is None or stack.mla is None:
@@ -485,15 +485,6 @@ def _has_mla_shape(devices: Sequence[tuple[str, kv.CellPool]]) -> bool:
 # disabled`, PR #13676, src/llama-model.cpp load_hparams) and those whose loader reads no
 # window (LLM_ARCH_LLAMA for Mistral, Mixtral; StarCoder2; Qwen2).
 NO_WINDOW = frozenset({"phi3", "mistral", "mixtral", "starcoder2", "qwen2", "qwen2_moe"})
-
-
-def _model_type(spec: ModelSpec) -> str | None:
-    """The Hugging Face model_type (or GGUF architecture) the spec was read from."""
-    source = spec.source or ""
-    for prefix in ("Hugging Face config (", "GGUF metadata ("):
-        if source.startswith(prefix) and ")" in source:
-            return source[len(prefix):source.index(")")]
-    return None
 
 
 def _output_bytes(layout: WeightLayout) -> int:
