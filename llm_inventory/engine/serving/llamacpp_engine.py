@@ -118,7 +118,6 @@ class LlamaCpp(ServingEngine):
     calibrated_on = ("the compute buffers of the Qwen3-0.6B/1.7B CPU and Phi-3-mini CUDA "
                      "start-ups (KV needs none: it is exact)")
     kv_from_context = True
-    reserve_band = 0.15  # the Phi-3 CUDA compute buffer (tests/engine/serving/test_llamacpp.py)
     rules = (
         ("KV = Σ layers ggml_row_size(type_k, n_embd_k_gqa) + ggml_row_size(type_v, …) per "
          "cell × cells × streams", "src/llama-kv-cache.cpp llama_kv_cache::llama_kv_cache"),

@@ -173,7 +173,6 @@ class TensorRtLlm(ServingEngine):
     )
     calibrated_on = ("the RTX 5090 Llama-3.1-8B FP8 start-up and the documented 80 GB start-up "
                      "(TensorRT-engine path); vLLM 0.19 start-ups (PyTorch backend)")
-    reserve_band = 0.03  # tests/engine/serving/test_trtllm.py
     programs: ClassVar[tuple[tuple[str, ...], ...]] = (
         ("trtllm-serve", "serve"), ("trtllm-serve",))
     default_backend: ClassVar[str] = "pytorch"  # what --backend is when not given
