@@ -177,7 +177,8 @@ def _llamacpp() -> list[Point]:
             engine_flags={**flags, "n_gpu_layers": -1}))
         stage = result.plans[0].stages[0]
         record = l_records()[rid]
-        points.append(_point(rid, name, str(engine.build), *where[rid],
+        release = {"L01": "b5913–b6239", "L03": "before b5913", "L07": "ik 3760"}[rid]
+        points.append(_point(rid, name, release, *where[rid],
                              stage.reserve_bytes - 300 * MIB,
                              record["figures"][printed[rid]] * MIB, True,
                              "the compute-buffer estimate was fitted on it"))

@@ -57,7 +57,7 @@ BANDS: dict[str, ReserveBand] = {
         families=('cpu', 'nvidia'),
         devices=('CPU', 'CUDA GPU'),
         eras=('llamacpp_b5300', 'llamacpp_b5913', 'llamacpp_ik'),
-        releases=('3000', '5300', '6000'),
+        releases=('b5913–b6239', 'before b5913', 'ik 3760'),
     ),
     'sglang': ReserveBand(
         band=0.0941, errors=3, records=3, in_sample=2, figure='KV pool',
