@@ -10,8 +10,9 @@ constants chosen on real start-ups. Its band is measured, not asserted:
   in bytes) before it is judged; a record no rule was chosen on counts as it is;
 - the band is the nearest-rank p90 of those out-of-sample relative errors, quoted with their
   count and the device families, devices, eras and releases the records cover.
-Outside that coverage (a device family or an era with no record) the band doubles — a
-convention, not a measurement — and the label says `extrapolated`. A reserve model with no
+Outside that coverage (a device family, an era or a release line — major.minor — with no
+record) the band doubles — a convention, not a measurement — and the label says
+`extrapolated`. A reserve model with no
 out-of-sample error at all (one in-sample record) is an `estimate`, without a band.
 
 The figures below are computed by `tests/reserve_records.py` from the committed records;
@@ -101,6 +102,24 @@ def covers(families: tuple[str, ...], device: Device) -> bool:
     return any(f == mine or f == mine.split(" ")[0] for f in families)
 
 
+def _line(version: str) -> tuple[int, ...] | None:
+    """A dotted release's line (major.minor), None for a build label ("b5913–b6239")."""
+    parts = version.strip().lstrip("v").split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts[:2])
+
+
+def release_covered(releases: tuple[str, ...], version: str) -> bool:
+    """Whether a record ran the release line of `version` (major.minor); where the records
+    name builds, not dotted releases, the era decides alone."""
+    lines = [_line(r) for r in releases]
+    wanted = _line(version)
+    if wanted is None or any(line is None for line in lines):
+        return True
+    return wanted in lines
+
+
 def reserve_trust(engine: object, device: Device) -> Trust:
     """The trust label of `engine`'s reserve on `device` (see the module rules)."""
     from llm_inventory.engine.serving import era_of
@@ -118,6 +137,8 @@ def reserve_trust(engine: object, device: Device) -> Trust:
     outside = []
     if era not in found.eras:
         outside.append(f"no start-up of {engine.label}'s era")
+    elif not release_covered(found.releases, engine.version):
+        outside.append(f"no start-up of release {engine.version}")
     if not covers(found.families, device):
         outside.append(f"no start-up on a {family(device)} device like {device.id}")
     band = min(1.0, found.band * WIDEN) if outside else found.band

@@ -63,7 +63,10 @@ def test_held_out_records_come_from_the_held_out_folder_alone() -> None:
     ("vllm@0.19", "h100-sxm", False),
     ("vllm@0.19", "l40s", True),  # another GPU family
     ("vllm", "h100-sxm", True),  # 0.21+: no start-up of that era
+    ("vllm@0.12", "h100-sxm", True),  # the 0.19 era, but no start-up of 0.12
+    ("vllm@0.19.1", "h100-sxm", False),
     ("vllm@0.7.2", "l40s", False),
+    ("vllm@0.10", "l40s", True),  # V0's default release: no record of 0.10
     ("vllm@0.7.2", "mi300x", True),
     ("sglang@0.4.5", "l4", False),
     ("sglang", "h100-sxm", True),
