@@ -380,6 +380,7 @@ def _spec_from_gguf(checkpoint: GGUFCheckpoint) -> ModelSpec:
         name=name if isinstance(name, str) and name else re.sub(r"-\d{5}-of-\d{5}$", "", stem),
         family=family,
         source=f"GGUF metadata ({arch}): {label}",
+        model_type=str(arch) if arch else None,
         dtype=dtype,
         decoder=stack,
         coarse=coarse,

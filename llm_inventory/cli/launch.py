@@ -43,6 +43,31 @@ def resolve_model(reference: str) -> ModelSpec:
                      "its config.json or folder instead")
 
 
+def _read_options(name: str) -> object:
+    """The YAML options file a command line names (e.g. TensorRT-LLM's
+    `--extra_llm_api_options`), parsed; InputError when it cannot be read."""
+    import yaml
+
+    from llm_inventory.errors import InputError
+
+    path = Path(name).expanduser()
+    try:
+        if path.stat().st_size > 1 << 20:
+            raise InputError("extra_llm_api_options", f"{name}: larger than 1 MiB; an options "
+                             "file is a short YAML mapping")
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError("extra_llm_api_options", f"cannot read {name}: "
+                         f"{exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError("extra_llm_api_options", f"{name} is not UTF-8 text") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError("extra_llm_api_options", f"{name} is not valid YAML: "
+                         f"{str(exc).splitlines()[0]}") from None
+
+
 def launch(
     command: Annotated[list[str], typer.Argument(
         metavar="-- COMMAND…", show_default=False,
@@ -78,6 +103,9 @@ def launch(
     chosen = resolve_device(device)
     era, rest = match_program(list(command))
     parsed = era.parse_launch(rest)
+    options = era.options_file(parsed)
+    if options is not None:
+        parsed = era.with_options(parsed, _read_options(options))
     version = engine_version or parsed.version
     engine = get(f"{era.name}@{version}", "engine_version") if version else era
     spec = resolve_model(parsed.model)

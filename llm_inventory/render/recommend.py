@@ -56,7 +56,7 @@ def recommend_tables(result: RecommendResult, limit: int | None = None) -> list[
     parts: list[Table | Text] = [_head(result)]
     keep = TABLE_LIMIT if limit is None else (limit or len(result.plans))
     shown = result.plans[:keep]
-    mark = MARKS["calibrated estimate"]
+    mark = MARKS["calibrated"]
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
                   show_edge=False)  # no vertical rules: eight columns fit 80
     devices = len({p.device for p in result.plans})
@@ -85,7 +85,7 @@ def recommend_tables(result: RecommendResult, limit: int | None = None) -> list[
         f"TTFT/TPOT at {key}; tok/s: output tokens per GPU / per user; batch: run / the KV "
         f"pool's bound per replica; near: a near miss, within 20 % of every target. trust: "
         f"GPUs and $/hour exact (dated list prices); {MARKS['engine rule']} engine rule; "
-        f"{mark} " + (band.label() if band else "calibrated estimate"), style="dim"))
+        f"{mark} " + (band.label() if band else "calibrated"), style="dim"))
     parts.append(Text(f"order ({result.objective}): {result.order}", style="dim"))
     chosen = result.chosen
     if chosen is not None:

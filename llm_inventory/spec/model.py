@@ -683,6 +683,11 @@ class ModelSpec(_Spec):
     name: Name
     family: Family
     source: Text | None = None  # where the shapes came from
+    # The architecture the shapes were read as: the Hugging Face `model_type` or the GGUF
+    # `general.architecture` (None: given by hand). A fact engines read where their rules
+    # differ by architecture (llama.cpp loads no sliding window for some); left out of
+    # dumps, which describe shapes.
+    model_type: Name | None = Field(default=None, exclude=True)
     dtype: Name = "bf16"  # unquantized weight dtype
     decoder: Stack | None = None
     encoder: Encoder | None = None

@@ -63,7 +63,7 @@ def test_json_carries_plans_costs_trust_and_the_launch(invoke: Invoke) -> None:
                 "tokens_per_s_per_gpu", "tokens_per_s_per_user"):
         assert key in chosen
     assert chosen["cost"]["source"].startswith("http") and chosen["cost"]["as_of"]
-    assert data["trust"]["latency"]["kind"] == "calibrated estimate"
+    assert data["trust"]["latency"]["kind"] == "calibrated"
     assert data["launch"].startswith("vllm serve examples/dense-70b.yaml")
 
 
@@ -95,7 +95,7 @@ def test_table_shows_status_marks_the_front_and_the_launch(invoke: Invoke) -> No
     out = run.stdout
     assert "meets" in out and "Pareto front" in out and "●" in out
     assert "launch: vllm serve" in out
-    assert "calibrated estimate (±" in out
+    assert "calibrated, extrapolated (±" in " ".join(out.split())
 
 
 def test_use_case_presets_and_histograms(invoke: Invoke, tmp_path: Path) -> None:

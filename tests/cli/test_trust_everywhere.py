@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import Invoke
 
-KINDS = {"exact", "engine rule", "calibrated estimate", "roofline", "estimate"}
+KINDS = {"exact", "engine rule", "calibrated", "calibrated on your log", "estimate", "bound"}
 
 COMMANDS = {
     "kv": ["kv", "--layers", "80", "--tokens", "8000"],

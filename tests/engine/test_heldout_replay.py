@@ -1,5 +1,7 @@
-"""The engine accounting against public start-ups it was not calibrated on
-(engine-logs-heldout/heldout.json; its README lists each record's source and unknowns).
+"""The engine accounting against public start-ups: those it was not calibrated on
+(engine-logs-heldout/heldout.json) and five found in the same search that chose a rule and
+are kept apart as in-sample (engine-logs/rule-records.json); the held-out README lists
+each record's source and unknowns.
 
 Each record is replayed as far as what it printed and what it leaves unknown allow:
 - `pool`: the printed KV memory is cut into blocks by the engine's rules; the predicted
@@ -114,7 +116,10 @@ NOT_REPLAYED = {
 
 
 def _records() -> dict[str, dict[str, Any]]:
+    """The held-out records, and the five from the same search that chose a rule and so
+    live apart, in-sample (engine-logs/rule-records.json)."""
     data = json.loads((HELD / "heldout.json").read_text())
+    data += json.loads((DATA / "engine-logs" / "rule-records.json").read_text())
     return {r["id"]: r for r in data}
 
 

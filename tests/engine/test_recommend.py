@@ -163,7 +163,7 @@ def test_lengths_past_the_models_positions_are_bad_input() -> None:
 
 def test_every_figure_says_how_it_was_obtained() -> None:
     trust = seed_case().trust
-    assert trust["latency"].kind == "calibrated estimate"
+    assert trust["latency"].kind == "calibrated"
     assert trust["latency"].band is not None and 0 < trust["latency"].band < 1
     assert trust["batch_limit"].kind == "engine rule"
     assert not math.isnan(trust["latency"].band)

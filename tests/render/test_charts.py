@@ -32,9 +32,9 @@ def test_placement_json_and_table_carry_trust(invoke: Invoke) -> None:
     data = run.json()
     assert data["trust"]["weights"]["kind"] == "exact"
     assert data["trust"]["kv_pool"]["kind"] == "engine rule"
-    assert data["trust"]["timing"]["kind"] == "calibrated estimate"
+    assert data["trust"]["timing"]["kind"] == "calibrated"
     timing = data["plans"][0]["timing"]
-    assert timing["trust"].startswith("calibrated estimate (±")
+    assert timing["trust"].startswith("calibrated (±")
     assert timing["roofline_tpot_s"] < timing["tpot_s"]  # the bound is below the estimate
     table = invoke("placement", "llama-3.1-8b", "--device", "h100", "--count", "2").stdout
     assert "memory per device" in table and "trust: weights exact" in table

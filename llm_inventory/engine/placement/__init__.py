@@ -37,8 +37,9 @@ from llm_inventory.engine.placement.report import (
     smallest,
     widths,
 )
-from llm_inventory.engine.trust import Trust, calibrated, counted, engine_rule, exact
-from llm_inventory.engine.trust import roofline as roofline_trust
+from llm_inventory.engine.timing.calibration import timing_trust
+from llm_inventory.engine.trust import Trust, counted, engine_rule, exact
+from llm_inventory.engine.trust import bound as bound_trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
 
@@ -187,6 +188,7 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
 
 def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
     """How each field group of a placement result was obtained."""
+    from llm_inventory.engine.serving.bands import reserve_trust
     from llm_inventory.spec.calibration import default_calibration
 
     cal = request.calibration or default_calibration()
@@ -200,13 +202,11 @@ def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
         "state": counted(facts.spec, "bytes per token and per sequence, as each layer kind "
                          "keeps them"),
         "kv_pool": engine_rule(f"{label}'s budget, blocks and maximum concurrency"),
-        "reserve": calibrated(facts.engine.reserve_band, "activation peak and non-torch "
-                              "memory, fitted on "
-                              f"{facts.engine.calibrated_on or label + ' start-ups'}"),
-        "timing": calibrated(cal.band(PLACEMENT_REGIME),
-                             f"fitted on published {cal.engine} measurements"),
-        "timing_bound": roofline_trust("peak FLOP/s and bandwidth at fixed fractions "
-                                       "(timing.roofline_*)"),
+        "reserve": reserve_trust(facts.engine, request.device),
+        "timing": timing_trust(cal, PLACEMENT_REGIME, request.device.id,
+                               f"fitted on published {cal.engine} measurements"),
+        "timing_bound": bound_trust("datasheet peak FLOP/s, memory and link bandwidth at "
+                                    "100 % (timing.roofline_*)"),
     }
 
 

@@ -24,8 +24,9 @@ from llm_inventory.engine.placement.facts import ModelFacts, model_facts
 from llm_inventory.engine.placement.fit import Sized, size
 from llm_inventory.engine.placement.legality import Judge
 from llm_inventory.engine.placement.models import PlacementRequest
+from llm_inventory.engine.serving.bands import reserve_trust
 from llm_inventory.engine.serving.base import StartupContext
-from llm_inventory.engine.trust import Trust, calibrated, engine_rule, exact
+from llm_inventory.engine.trust import Trust, engine_rule, exact
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -235,7 +236,9 @@ def plan_mixed(spec: ModelSpec, groups: list[DeviceGroup],
         trust={"weights": exact("counted per stage, with the engine's padding"),
                "kv_pool": engine_rule(f"{engine.label}'s budget per device and its binding "
                                       "worker, the partition pinned"),
-               "reserve": calibrated(engine.reserve_band, "per stage, as on one device type"),
+               # the widest of the types' bands: every stage's reserve is in the plan
+               "reserve": max((reserve_trust(engine, g.device) for g in groups),
+                              key=lambda t: (t.kind != "calibrated", t.band or 0.0)),
                "partition": engine_rule("balanced by the tool; the engine takes it as "
                                         f"{engine.layer_partition}")})
 

@@ -23,8 +23,9 @@ from llm_inventory.engine.serving.base import KvCapacity, KvLayer, PoolLayout, S
 from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
-from llm_inventory.engine.timing.calibration import Calibration
+from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
+from llm_inventory.engine.trust import percent
 from llm_inventory.units import DTYPE_BITS
 
 # Placement times a batch at what one engine holds, every request in: the offline regime.
@@ -283,22 +284,33 @@ class Reporter:
         prefill_flops, _ = self._phase("prefill", prompt)
         decode_flops, _ = self._phase("decode", batch)
         experts = facts.expert_bytes(shape.tp, shape.ep)
-        touched = 1.0
-        if facts.moe is not None:
+        # pp micro-batches of batch ÷ pp sequences cross the stages, each stage reading its
+        # weights once per micro-batch (so the rank's whole weights per round, the experts
+        # a micro-batch touches) and the state of the sequences it holds: batch ÷ pp, split
+        # again over data-parallel attention groups (ep ÷ tp) with expert parallelism
+        micro = max(1, round(batch / shape.pp))
+        groups = shape.ep // shape.tp if shape.ep > shape.tp and shape.ep % shape.tp == 0 \
+            else 1
+        touched = prompt_touched = 1.0
+        if facts.moe is not None:  # routed experts count only as the tokens touch them
             touched = expected_distinct_experts(facts.moe.experts, facts.moe.top_k,
-                                                batch) / facts.moe.experts
+                                                micro) / facts.moe.experts
+            prompt_touched = expected_distinct_experts(facts.moe.experts, facts.moe.top_k,
+                                                       prompt) / facts.moe.experts
         hidden = s.hidden_size or 0
         act = facts.act_bits // 8
         bits = facts.quant.bits if facts.quant is not None else DTYPE_BITS[facts.weight_dtype]
         bound = roofline(
             request.device, tp=shape.tp, devices_per_replica=shape.devices,
             weight_bits=int(bits), batch=batch, prompt_tokens=prompt,
-            prefill_flops=prefill_flops, prefill_bytes_per_device=weights,
+            prefill_flops=prefill_flops,
+            prefill_bytes_per_device=int(weights - experts * (1 - prompt_touched)),
             prefill_allreduce=2 * facts.layers * prompt * hidden * act,
             decode_flops=decode_flops,
-            decode_bytes_per_device=int(weights - experts * (1 - touched)) + batch * state,
+            decode_bytes_per_device=int(weights - experts * (1 - touched)
+                                        + batch * state / (shape.pp * groups)),
             decode_allreduce=2 * facts.layers * batch * hidden * act,
-            efficiency=request.efficiency,
+            efficiency=request.efficiency, stages=shape.pp,
         )
         if bound is None:
             return None
@@ -326,28 +338,33 @@ class Reporter:
                           chunk).seconds
         ttft = busy_ttft(profile, cal, isl=bound.prompt_tokens, decoding=bound.batch - 1,
                          context=facts.context, chunk=chunk)
-        band = cal.band(PLACEMENT_REGIME)
+        trust = timing_trust(cal, PLACEMENT_REGIME, facts.request.device.id, "")
+        band = trust.band
         per_replica = bound.batch / tpot
         return bound.model_copy(update={
             "estimate": timing_estimate(cal, facts.engine.label, PLACEMENT_REGIME),
             "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot,
             "tokens_per_s_per_replica": per_replica,
             "tokens_per_s_per_device": per_replica / max(1, shape.devices),
-            "trust": f"calibrated estimate (±{band:.0%})", "band": band,
+            "trust": trust.label(), "band": band,
             "roofline_ttft_s": bound.ttft_s, "roofline_tpot_s": bound.tpot_s,
         })
 
 
 def timing_estimate(cal: Calibration, engine: str, regime: str) -> str:
-    """What the calibrated times are, in one sentence: their band is the p90 error of the
-    regime that matches how they are used."""
-    rows = sum(e.rows for e in cal.errors if not e.held_out and e.regime == regime)
+    """What the calibrated times are, in one sentence: their band is the p90 error on the
+    published measurements the fit did not see (of the regime that matches how they are
+    used, where it has such rows)."""
+    rows = cal.unseen_rows(regime)
+    own = any(e.held_out and e.regime == regime for e in cal.errors)
+    where = (f"in the {regime} regime" if own else
+             f"of any regime (none unseen in the {regime} regime: extrapolated)")
     source = (f"{cal.engine}'s" if engine.lower().startswith(cal.engine.lower().split()[0])
               else f"{cal.engine}'s, not {engine}'s")
-    return (f"calibrated estimate (±{cal.band(regime):.0%}, the p90 error in the {regime} "
-            f"regime over {rows:,} published measurements, {source}): achievable fractions of "
-            "peak FLOP/s and bandwidth per device, step and layer overheads, attention and "
-            "expert efficiency, collectives over the links")
+    return (f"calibrated ({percent(cal.band(regime))}, the p90 error {where} over {rows:,} "
+            f"published measurements the fit did not see, {source}): achievable fractions "
+            "of peak FLOP/s and bandwidth per device, step and layer overheads, attention "
+            "and expert efficiency, collectives over the links")
 
 
 def widths(facts: ModelFacts, judged: list[Sized]) -> list[WidthSummary]:

@@ -22,11 +22,11 @@ from llm_inventory.engine.recommend.models import (
     RecommendResult,
     Status,
 )
-from llm_inventory.engine.timing.calibration import Calibration
+from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
 from llm_inventory.engine.timing.step import Load, round_time
-from llm_inventory.engine.trust import calibrated, engine_rule, exact
+from llm_inventory.engine.trust import engine_rule, exact
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -546,10 +546,10 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
         trust={
             "gpus": exact("whole replicas of plans whose memory fits"),
             "batch_limit": engine_rule("the engine's KV pool and max_num_seqs"),
-            "latency": calibrated(cal.band(regime), f"the {regime} regime of published "
-                                  f"{cal.engine} measurements"),
-            "throughput": calibrated(cal.band(regime), "requests served at the operating "
-                                     "batch"),
+            "latency": timing_trust(cal, regime, None, f"the {regime} regime of "
+                                    f"published {cal.engine} measurements"),
+            "throughput": timing_trust(cal, regime, None, "requests served at the "
+                                       "operating batch"),
             "cost": exact("price catalog × GPUs: as exact as the dated list price"),
             "launch": engine_rule("the chosen command read back as `inventory launch` reads "
                                   "it: the engine's own start-up lines"),

@@ -117,6 +117,22 @@ def _beyond(engine: ServingEngine, asked: str, newest: ServingEngine) -> Serving
     return found
 
 
+def era_of(engine: ServingEngine) -> str:
+    """The registry era (its module) an engine answers for at its version; a run-time
+    engine is its own era."""
+    if engine.name in _extra:
+        return engine.name
+    eras = [(low, module) for name, low, module in ERAS if name == engine.name]
+    try:
+        wanted = _version(engine.version, "engine")
+    except InputError:
+        return eras[0][1] if eras else engine.name
+    for low, module in eras:
+        if wanted >= _version(low, "engine"):
+            return module
+    return eras[-1][1] if eras else engine.name
+
+
 def era_ranges() -> list[tuple[ServingEngine, str, str | None]]:
     """Every era with the releases it covers: (engine, lowest, the next era's lowest or
     None), in registry order; run-time engines cover any release."""
@@ -136,5 +152,5 @@ def all_eras() -> list[ServingEngine]:
 __all__ = ["ERAS", "EngineSettings", "KvCapacity", "KvLayer", "LaunchCommand", "LaunchSettings",
            "PoolLayout",
            "ReserveEstimate",
-           "ServingEngine", "StageShape", "all_eras", "era_ranges", "get", "names", "register",
-           "unregister"]
+           "ServingEngine", "StageShape", "all_eras", "era_of", "era_ranges", "get", "names",
+           "register", "unregister"]

@@ -292,9 +292,9 @@ class ServingEngine(ABC):
     summary: ClassVar[str]  # one line: what decides its KV pool
     rules: ClassVar[tuple[tuple[str, str], ...]]  # (rule, source) pairs for `inventory engines`
     calibrated_on: ClassVar[str | None] = None  # the start-ups its estimates were fitted on
-    # the reserve's error band: how far the KV pool it leaves landed from those start-ups
-    # (vLLM 0.19: within 0.7 % on 30 runs; the others' tests hold them to their band)
-    reserve_band: ClassVar[float] = 0.007
+    # the reserve model its eras share, which names its band in `serving/bands.py` (the
+    # out-of-sample error over the start-ups of every era of that model; "" = `name`)
+    reserve_group: ClassVar[str] = ""
     # the engine allocates the KV its context flags ask for (llama.cpp's -c over -np slots)
     # rather than sizing a pool from memory: the sequences a device can hold are then its
     # room over one sequence's state, whatever one launch allocated
@@ -430,6 +430,17 @@ class ServingEngine(ABC):
         from llm_inventory.errors import InputError
 
         raise InputError("launch", f"{self.label} command lines are not read yet")
+
+    def options_file(self, command: LaunchCommand) -> str | None:
+        """The file of further options the command line names, which the engine reads at
+        start-up (TensorRT-LLM's `--extra_llm_api_options`; None: it names none). The
+        caller reads it and hands its mapping to `with_options`."""
+        return None
+
+    def with_options(self, command: LaunchCommand, options: object) -> LaunchCommand:
+        """`command` with the options of the file `options_file` named applied (the
+        file's parsed contents; InputError for a value the engine refuses)."""
+        return command
 
     def on_devices(self, command: LaunchCommand, count: int) -> LaunchCommand:
         """The command as it runs when it sees `count` devices (most engines: the split it

@@ -122,7 +122,6 @@ class LlamaCpp(ServingEngine):
     calibrated_on = ("the compute buffers of the Qwen3-0.6B/1.7B CPU and Phi-3-mini CUDA "
                      "start-ups (KV needs none: it is exact)")
     kv_from_context = True
-    reserve_band = 0.15  # the Phi-3 CUDA compute buffer (tests/engine/serving/test_llamacpp.py)
     rules = (
         ("KV = Σ layers ggml_row_size(type_k, n_embd_k_gqa) + ggml_row_size(type_v, …) per "
          "cell × cells × streams", "src/llama-kv-cache.cpp llama_kv_cache::llama_kv_cache"),
@@ -278,7 +277,7 @@ class LlamaCpp(ServingEngine):
         without the V copy, or every head in full (see `llamacpp_rules.py`); sliding
         layers in full for the architectures whose window llama.cpp does not load."""
         stack = spec.decoder
-        if _model_type(spec) in NO_WINDOW:
+        if spec.model_type in NO_WINDOW:
             layers = tuple(run.model_copy(update={"kind": "full", "window": None})
                            if run.window is not None else run for run in layers)
         if stack is None or stack.mla is None:
@@ -535,15 +534,6 @@ def _has_mla_shape(devices: Sequence[tuple[str, kv.CellPool]]) -> bool:
 # disabled`, PR #13676, src/llama-model.cpp load_hparams) and those whose loader reads no
 # window (LLM_ARCH_LLAMA for Mistral, Mixtral; StarCoder2; Qwen2).
 NO_WINDOW = frozenset({"phi3", "mistral", "mixtral", "starcoder2", "qwen2", "qwen2_moe"})
-
-
-def _model_type(spec: ModelSpec) -> str | None:
-    """The Hugging Face model_type (or GGUF architecture) the spec was read from."""
-    source = spec.source or ""
-    for prefix in ("Hugging Face config (", "GGUF metadata ("):
-        if source.startswith(prefix) and ")" in source:
-            return source[len(prefix):source.index(")")]
-    return None
 
 
 def _output_bytes(layout: WeightLayout) -> int:

@@ -26,6 +26,7 @@ class IkLlama(LlamaCpp):
     versions = "ik_llama.cpp (2025 builds)"
     version = "3000"
     label = "ik_llama.cpp"
+    reserve_group = "llamacpp"  # the same compute-buffer estimate
     summary = ("KV = cells × K and V rows, as older llama.cpp; MLA keeps c^KV alone (-mla 2, 3)")
     # It installs the same program names as llama.cpp; `inventory launch` reads a line as
     # ik_llama.cpp's when it uses a flag upstream llama.cpp lacks or runs a binary under an

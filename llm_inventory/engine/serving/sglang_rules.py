@@ -424,7 +424,6 @@ class SglangEngine(ServingEngine):
     prefill_graph_reserve: ClassVar[bool] = False
     request_extra: ClassVar[int] = 0
     calibrated_on = "the public SGLang start-ups of 0.4 to 2026 builds, 16 GB cards to ~180 GB"
-    reserve_band = 0.03  # tests/engine/serving/test_sglang.py, from the catalog device
     vocab_padding = 64  # DEFAULT_VOCAB_PADDING_SIZE, layers/vocab_parallel_embedding.py
     absorbs_mla = True  # w_kc / w_vc beside kv_b_proj, models/deepseek_v2.py post_load_weights
     programs = (("python", "-m", "sglang.launch_server"),

@@ -174,7 +174,6 @@ class TensorRtLlm(ServingEngine):
     )
     calibrated_on = ("the RTX 5090 Llama-3.1-8B FP8 start-up and the documented 80 GB start-up "
                      "(TensorRT-engine path); vLLM 0.19 start-ups (PyTorch backend)")
-    reserve_band = 0.03  # tests/engine/serving/test_trtllm.py
     programs: ClassVar[tuple[tuple[str, ...], ...]] = (
         ("trtllm-serve", "serve"), ("trtllm-serve",))
     default_backend: ClassVar[str] = "pytorch"  # what --backend is when not given
@@ -286,6 +285,20 @@ class TensorRtLlm(ServingEngine):
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_trtllm_serve(argv)
+
+    def options_file(self, command: LaunchCommand) -> str | None:
+        """`--extra_llm_api_options FILE` (alias `--config`): a YAML of LLM API options
+        that trtllm-serve reads and lays over its command line
+        (tensorrt_llm/commands/serve.py `serve`, `update_llm_args_with_extra_options`)."""
+        value = command.flags.get("extra_llm_api_options")
+        return str(value) if value is not None else None
+
+    def with_options(self, command: LaunchCommand, options: object) -> LaunchCommand:
+        if options is None:  # an empty YAML file: nothing to apply
+            options = {}
+        if not isinstance(options, dict):
+            raise InputError("extra_llm_api_options", "must be a mapping of LLM API options")
+        return extra_options(command, options)
 
     # --- what it prints -------------------------------------------------------------------
 
@@ -478,6 +491,15 @@ def parse_trtllm_serve(argv: list[str]) -> LaunchCommand:
         memory_fraction=fraction, flags=flags, understood=understood, ignored=ignored)
 
 
+def _number(value: object, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(field, f"{value!r} is not a number")
+    try:
+        return float(value)
+    except ValueError:
+        raise InputError(field, f"{value!r} is not a number") from None
+
+
 def extra_options(command: LaunchCommand, options: dict[str, Any]) -> LaunchCommand:
     """`command` with the settings of its `--extra_llm_api_options` YAML applied (the YAML
     read by the caller): `kv_cache_config` (free_gpu_memory_fraction, tokens_per_block,
@@ -494,10 +516,12 @@ def extra_options(command: LaunchCommand, options: dict[str, Any]) -> LaunchComm
     if not isinstance(kv, dict):
         raise InputError("kv_cache_config", "must be a mapping")
     if "free_gpu_memory_fraction" in kv:
-        update["memory_fraction"] = float(kv["free_gpu_memory_fraction"])
+        update["memory_fraction"] = _number(kv["free_gpu_memory_fraction"],
+                                            "free_gpu_memory_fraction")
         understood.append("kv_cache_config.free_gpu_memory_fraction")
     elif "kv_cache_free_gpu_memory_fraction" in options:  # the command-line option's name
-        update["memory_fraction"] = float(options["kv_cache_free_gpu_memory_fraction"])
+        update["memory_fraction"] = _number(options["kv_cache_free_gpu_memory_fraction"],
+                                            "kv_cache_free_gpu_memory_fraction")
         understood.append("kv_cache_free_gpu_memory_fraction")
     if not 0 < update.get("memory_fraction", 0.5) < 1:
         raise InputError("free_gpu_memory_fraction", f"{update['memory_fraction']} must be "
@@ -520,7 +544,11 @@ def extra_options(command: LaunchCommand, options: dict[str, Any]) -> LaunchComm
             update[field] = _int(options[key], key)
             understood.append(key)
     if "backend" in options:
-        flags["backend"] = str(options["backend"])
+        backend = str(options["backend"]).lower()
+        backend = {"trt": "tensorrt"}.get(backend, backend)
+        if backend not in BACKENDS:
+            raise InputError("backend", f"{options['backend']!r}: use pytorch or tensorrt")
+        flags["backend"] = backend
         understood.append("backend")
     return command.model_copy(update={**update, "flags": flags, "understood": understood})
 

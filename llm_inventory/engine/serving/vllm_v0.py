@@ -131,7 +131,7 @@ class VllmV0(VllmV1):
     version = "0.10"
     label = "vLLM 0.10 (V0)"
     calibrated_on = "vLLM V0 start-ups (0.7 and 0.8)"
-    reserve_band = 0.03  # tests/engine/serving/test_vllm_eras.py
+    reserve_group = "vllm-v0"  # its own reserve model (V0Reserve)
     summary = ("KV blocks = (total × gpu_memory_utilization − weights − non-torch − profiled "
                "peak) ÷ cache block size; MLA entries padded to 256 B; blocks of 16, no "
                "hybrid groups; the smallest worker binds")

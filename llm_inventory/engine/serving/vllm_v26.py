@@ -9,8 +9,8 @@
   transient of about 128 KiB per batched context token as graph memory (vllm#50780:
   0.56 → 4.2 GiB, the pool 18–24 % smaller than on 0.23 for Qwen3.5-122B-A10B); this era
   undercounts that reserve, which `inventory engines vllm@0.26` states.
-The reserve's band (`reserve_band`) is the 0.19 calibration's, carried over: no start-up of
-this era with its weights, reserve and pool all printed and a known config was found to
+The reserve is the 0.19 model's, its band extrapolated (`engine/serving/bands.py`): no
+start-up of this era with its weights, reserve and pool all printed and a known config was found to
 measure it on (tests/engine/serving/test_engine_logs_2026.py replays what was found).
 """
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.engine.trust import Trust, calibrated
+
 
 class DeviceEfficiency(BaseModel):
     """Achievable fractions of one device's peaks, by regime."""
@@ -65,9 +67,45 @@ class Calibration(BaseModel):
         """The device's fitted fractions, else the default (measured devices' median)."""
         return self.devices.get(device_id, self.default)
 
+    def held_out(self, regime: str | None = None) -> list[RegimeError]:
+        """The figures of `regime` measured on rows the fit did not see (every regime's
+        when None, or when `regime` has none)."""
+        unseen = [e for e in self.errors if e.held_out]
+        mine = [e for e in unseen if regime is None or e.regime == regime]
+        return mine or unseen
+
     def band(self, regime: str | None = None) -> float:
-        """The error band to quote: the worst p90 relative error among the fitted figures of
-        `regime` (of every regime when None)."""
-        chosen = [e for e in self.errors if not e.held_out
-                  and (regime is None or e.regime == regime)]
-        return max((e.p90 for e in chosen), default=0.5)
+        """The error band to quote: the worst p90 relative error among the figures measured
+        on rows the fit did not see, of `regime` where it has such rows, else of every
+        regime (`extrapolated` then says so). 90 % of the unseen rows stay within it."""
+        return max((e.p90 for e in self.held_out(regime)), default=1.0)
+
+    def unseen_rows(self, regime: str | None = None) -> int:
+        """How many unseen rows the band of `regime` was measured on (the most of any of
+        its figures)."""
+        return max((e.rows for e in self.held_out(regime)), default=0)
+
+    def extrapolated(self, regime: str, device_id: str | None) -> list[str]:
+        """Why a band for `regime` on `device_id` lies outside what the unseen rows cover."""
+        why = []
+        if not any(e.held_out and e.regime == regime for e in self.errors):
+            why.append(f"no unseen row of the {regime} regime: the band is the worst of the "
+                       "other regimes'")
+        if device_id is not None and device_id not in self.devices:
+            why.append(f"no measurement on {device_id}: the measured devices' median "
+                       "efficiencies")
+        return why
+
+
+def timing_trust(cal: Calibration, regime: str, device_id: str | None, basis: str) -> Trust:
+    """The trust label of the calibrated times in `regime` on `device_id`: the p90 error on
+    rows the fit did not see, wider and `extrapolated` outside them."""
+    why = cal.extrapolated(regime, device_id)
+    band = cal.band(regime)
+    if why:
+        if device_id is not None and device_id not in cal.devices:
+            band = min(1.0, band * 2)
+        basis += "; extrapolated (" + "; ".join(why) + ")"
+    return calibrated(band, basis, records=cal.unseen_rows(regime),
+                      coverage=f"{cal.engine}: {', '.join(sorted(cal.devices))}",
+                      extrapolated=bool(why))

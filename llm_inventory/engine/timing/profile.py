@@ -83,14 +83,16 @@ class WorkProfile:
         return self._attention[key]
 
     def kv_bytes(self, context: int) -> float:
-        """One sequence's state on one device of a stage at `context` positions."""
+        """One sequence's state on one device of the stage holding the most at `context`
+        positions: the busiest stage paces a pipeline's round, as the heaviest stage's
+        weights do (`dense_weight_bytes`)."""
         block = self.facts.settings.block_size
         key = max(1, -(-context // block))
         if key not in self._kv:
             facts = self.facts
-            stage = facts.ranges(self.pp)[0]
-            self._kv[key] = float(facts.sequence_bytes(self.tp, stage.start, stage.stop,
-                                                       key * block))
+            self._kv[key] = float(max(
+                facts.sequence_bytes(self.tp, stage.start, stage.stop, key * block)
+                for stage in facts.ranges(self.pp)))
         return self._kv[key]
 
     def touched(self, tokens: float) -> float:

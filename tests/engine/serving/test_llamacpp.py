@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from importlib.resources import files
 from typing import Any
 
 import pytest
@@ -220,6 +221,25 @@ def test_phi3_windows_are_disabled_as_llama_cpp_disables_them() -> None:
     engine = at_build(7880)
     pool = _pools(spec, engine, _settings(engine, {"ctx_size": 4096}), ["CPU"])[0][1]
     assert [c.role for c in pool.modules] == ["base"]
+
+
+def test_the_no_window_rule_reads_the_model_type_not_the_source_label() -> None:
+    """The `mistral-7b` preset and the same config.json read as a file are one model:
+    llama.cpp loads no window for Mistral (LLM_ARCH_LLAMA), so both cache every layer at
+    the context (32 layers × 8,192 cells × 8 KV heads × 128 × 2 × f16 = 1,024 MiB)."""
+    engine = at_build(7880)
+    settings = _settings(engine, {"ctx_size": 8192, "parallel": 1})
+    preset = load_preset("mistral-7b")
+    data = json.loads((files("llm_inventory") / "data/presets/mistral-7b.json").read_text())
+    from_file = from_hf_config(data, "config.json")
+    relabelled = from_file.model_copy(update={"source": "my own notes"})
+    for spec in (preset, from_file, relabelled):
+        assert spec.model_type == "mistral"
+        pool = _pools(spec, engine, settings, ["CPU"])[0][1]
+        assert [(c.role, c.cells) for c in pool.modules] == [("base", 8192)]
+        assert sum(c.k_bytes + c.v_bytes for c in pool.modules) == 1024 * MIB
+    # a hand-written spec names no model type: its window is kept
+    assert preset.model_copy(update={"model_type": None}).model_type is None
 
 
 def test_quantized_cache_types_use_ggml_blocks() -> None:

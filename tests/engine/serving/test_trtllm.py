@@ -261,6 +261,35 @@ def test_launch_and_placement_agree(invoke: Any) -> None:
                                              "79.19 GiB")
 
 
+def test_launch_reads_the_extra_llm_api_options_file(invoke: Any, tmp_path: Any) -> None:
+    """The YAML `--extra_llm_api_options` names is read, and its options win over the
+    command line's, as trtllm-serve lays them over its arguments."""
+    options = tmp_path / "opts.yaml"
+    options.write_text("kv_cache_config:\n  free_gpu_memory_fraction: 0.5\n"
+                       "max_batch_size: 64\n")
+    argv = ("launch", "--device", "h100", "--format", "json", "--", "trtllm-serve", "serve",
+            "meta-llama/Llama-3.1-8B-Instruct", "--max_seq_len", "32768",
+            "--kv_cache_free_gpu_memory_fraction", "0.85", "--max_batch_size", "256")
+    plain = invoke(*argv)
+    assert plain.code == 0, plain.stderr
+    run = invoke(*argv, "--extra_llm_api_options", str(options))
+    assert run.code == 0, run.stderr
+    ours, theirs = run.json()["plan"]["per_device"], plain.json()["plan"]["per_device"]
+    # half the free memory instead of 0.85 of it: a pool 0.5 / 0.85 the size
+    assert ours["kv_pool_bytes"] == pytest.approx(theirs["kv_pool_bytes"] * 0.5 / 0.85,
+                                                  rel=0.01)
+    assert run.json()["command"]["max_num_seqs"] == 64
+    assert "max_batch_size=64" in run.json()["startup"][-1]
+    for text, word in (("- 1\n- 2\n", "mapping"), ("kv_cache_config: [", "YAML"),
+                       ("kv_cache_config:\n  free_gpu_memory_fraction: lots\n", "number")):
+        options.write_text(text)
+        bad = invoke(*argv, "--config", str(options))
+        assert bad.code == 2, bad.stdout
+        assert word in bad.stderr and "Traceback" not in bad.stderr and bad.stdout == ""
+    missing = invoke(*argv, "--extra_llm_api_options", str(tmp_path / "none.yaml"))
+    assert missing.code == 2 and "extra_llm_api_options" in missing.stderr
+
+
 @pytest.mark.parametrize(("version", "backend"), [
     ("0.12", "tensorrt"), ("0.19", "tensorrt"), ("0.21", "tensorrt"),  # --backend default None
     ("1.0", "pytorch"), ("1.2", "pytorch"), (None, "pytorch")])

@@ -3,7 +3,7 @@ llm_inventory/engine/serving/vllm.py, read from vllm/model_executor/layers/quant
 mxfp4.py, fused_moe/oracle/mxfp4.py and the triton_kernels copy each wheel ships).
 
 Start-ups of gpt-oss on an H100: 0.10.1 printed "Model loading took 65.9651 GiB" for
-gpt-oss-120b through Marlin (engine-logs-heldout, H07), 0.14.1 "64.38 GiB" through Triton
+gpt-oss-120b through Marlin (engine-logs/rule-records.json, H07), 0.14.1 "64.38 GiB" through Triton
 (H09); 0.19.0 loaded gpt-oss-20b at TP 2 in 7.01 GiB (engine-logs/runs.json)."""
 
 from __future__ import annotations

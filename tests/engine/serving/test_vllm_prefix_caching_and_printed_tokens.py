@@ -1,4 +1,5 @@
-"""Two vLLM V1 rules the held-out start-ups (engine-logs-heldout/) showed were missing:
+"""Two vLLM V1 rules public start-ups (H01, H02, H10, H15; engine-logs/rule-records.json
+and engine-logs-heldout/) showed were missing:
 
 - prefix caching on a hybrid model caches its Mamba / linear-attention state in mode
   "align": two state pages per request instead of one (`MambaSpec.max_memory_usage_bytes`,
