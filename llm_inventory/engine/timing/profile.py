@@ -103,10 +103,12 @@ class WorkProfile:
         rows = max(1, round(tokens))
         return expected_distinct_experts(self.experts, self.top_k, rows) / self.experts
 
-    def link(self) -> int | None:
-        """The link a stage's collectives cross: intra-node unless the group spans nodes."""
-        if self.group > self.per_node:
-            return self.inter_link
+    def link(self, width: int | None = None) -> int | None:
+        """The link a collective over `width` ranks (default: the stage's whole group)
+        crosses: intra-node unless it spans nodes. A device with no inter-node figure is
+        taken at its intra-node link, never as a free one."""
+        if (width or self.group) > self.per_node:
+            return self.inter_link or self.intra_link
         return self.intra_link
 
 

@@ -76,11 +76,16 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
     """One stage's step over `share` of the round's load."""
     eff = cal.efficiency(p.device.id)
     g = p.attention_groups
+    # decodes spread over the attention-DP groups; a prompt is prefilled by one group, so
+    # few prompts load few groups: the busiest group carries this many tokens
+    prompts_in = math.ceil(load.prefill / load.prompt - 1e-9) if load.prompt else g
+    g_prefill = min(g, max(1, prompts_in))
     tokens = (load.decode + load.prefill) * share
+    busiest = (load.decode / g + load.prefill / g_prefill) * share
     seqs = (load.decode + load.prompts) * share
     layer_share = 1 / p.pp
     rate = p.peak * eff.compute
-    dense = (p.dense_flops_per_token * tokens + p.lm_head_flops * seqs) / (p.tp * g)
+    dense = (p.dense_flops_per_token * busiest + p.lm_head_flops * seqs / g) / p.tp
     compute = dense * layer_share / rate
     if p.expert_flops_per_token and tokens:
         straggle = ep_straggler(p.experts, p.top_k, max(1, round(tokens)), p.ep) \
@@ -90,18 +95,19 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
     attn = 0.0
     if load.decode:
         attn += load.decode * share * p.attention_flops(max(0, round(load.context) - 1),
-                                                        max(1, round(load.context)))
+                                                        max(1, round(load.context))) / g
     if load.prefill and load.prompt:
-        attn += load.prefill * share * p.attention_flops(0, load.prompt) / load.prompt
-    compute += attn / (p.tp * g) * layer_share / (rate * cal.attention)
+        attn += load.prefill * share * p.attention_flops(0, load.prompt) / load.prompt \
+            / g_prefill
+    compute += attn / p.tp * layer_share / (rate * cal.attention)
     read = p.dense_weight_bytes + p.expert_weight_bytes * p.touched(tokens)
     read += load.decode * share / g * p.kv_bytes(round(load.context))
     memory = read / (p.bandwidth * eff.bandwidth)
     n = cal.smoothness
     work = (compute ** n + memory ** n) ** (1 / n) if compute or memory else 0.0
     comm = 0.0
-    link = p.link()
-    per_device_tokens = tokens / g
+    link = p.link(p.tp)  # the TP all-reduce stays inside its TP group
+    per_device_tokens = busiest
     payload = per_device_tokens * p.hidden * p.activation_bytes
     stage_layers = p.layers * layer_share
     if p.tp > 1:
@@ -110,7 +116,8 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
     if p.ep > 1 and p.moe_layers:
         moved = per_device_tokens / max(1, p.tp) * min(p.top_k, p.ep - 1) * p.hidden \
             * p.activation_bytes * (p.ep - 1) / p.ep
-        alltoall = moved / (link * cal.link) if link else 0.0
+        wide = p.link()  # the dispatch crosses the whole EP group
+        alltoall = moved / (wide * cal.link) if wide else 0.0
         comm += 2 * p.moe_layers * layer_share * (cal.collective_latency_s + alltoall)
     overhead = cal.step_overhead_s + cal.layer_overhead_s * stage_layers
     return StepCost(seconds=work + comm + overhead, compute_s=compute, memory_s=memory,
