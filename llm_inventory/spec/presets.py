@@ -64,6 +64,16 @@ def find_preset(name: str) -> Preset:
     )
 
 
+def hub_id(name: str) -> str | None:
+    """The Hugging Face id a preset stands for (its first `org/name` alias); None when
+    `name` is no preset or the preset names no Hub id."""
+    try:
+        preset = find_preset(name)
+    except InputError:
+        return None
+    return next((a for a in preset.aliases if a.count("/") == 1), None)
+
+
 @lru_cache(maxsize=64)
 def load_preset(name: str) -> ModelSpec:
     """Build the ModelSpec of a preset, its source recorded on the spec."""

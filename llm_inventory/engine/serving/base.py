@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -417,6 +418,12 @@ class ServingEngine(ABC):
         from llm_inventory.errors import InputError
 
         raise InputError("launch", f"{self.label} command lines are not read yet")
+
+    def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
+        """The processes to start for `plan` in the engine's own flags, each server line
+        reading back through `parse_launch` to the plan ([]: no writer, or the plan needs
+        settings the engine's command line cannot say)."""
+        return []
 
     def on_devices(self, command: LaunchCommand, count: int) -> LaunchCommand:
         """The command as it runs when it sees `count` devices (most engines: the split it

@@ -49,6 +49,7 @@ from llm_inventory.engine.serving.base import (
     StageShape,
 )
 from llm_inventory.engine.serving.ggml_types import FILE_TYPES, GGML_TYPES, kv_cache_type
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -374,6 +375,11 @@ class LlamaCpp(ServingEngine):
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_llamacpp(argv, self.name)
+
+    def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
+        from llm_inventory.engine.serving import llamacpp_line
+
+        return llamacpp_line.write(plan)
 
     def on_devices(self, command: LaunchCommand, count: int) -> LaunchCommand:
         """One process uses every device it sees: `-sm layer` (the default) with no `-ts`

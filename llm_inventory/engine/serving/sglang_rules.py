@@ -56,6 +56,7 @@ from llm_inventory.engine.serving.base import (
     ServingEngine,
     StageShape,
 )
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device, MemoryBasis
 from llm_inventory.spec.model import ModelSpec
@@ -326,6 +327,7 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     flags: dict[str, FlagValue] = {}
     understood: list[str] = []
     ignored: list[str] = []
+    dp_attention = False
     args = list(argv)
     if args and not args[0].startswith("-"):
         fields["model"] = args.pop(0)
@@ -336,6 +338,11 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
         option, eq, inline = arg.partition("=")
         if option in _SWITCHES and not eq:
             flags[_SWITCHES[option]] = True
+            understood.append(option)
+            i += 1
+            continue
+        if option == "--enable-dp-attention" and not eq:
+            dp_attention = True
             understood.append(option)
             i += 1
             continue
@@ -389,8 +396,32 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     for flag, name in common.items():
         if flag in flags:
             fields[name] = flags.pop(flag)
+    if dp_attention:
+        _dp_attention(fields)
     return LaunchCommand.model_validate({"engine": "sglang", **fields, "flags": flags,
                                          "understood": understood, "ignored": ignored})
+
+
+def _dp_attention(fields: dict[str, object]) -> None:
+    """--enable-dp-attention read as SGLang runs it (server_args.py
+    `_handle_data_parallelism`): --tp-size is every device of the instance, split into
+    --dp-size attention ranks of tp ÷ dp devices each (tp_size % dp_size == 0 asserted);
+    the MoE layers span all tp-size devices; --chunked-prefill-size and
+    --max-running-requests are divided by dp_size per rank. Placement's shape for it:
+    tp = tp_size ÷ dp attention-TP, ep = tp_size, dp engines (as vLLM's --data-parallel-size
+    with --enable-expert-parallel reads)."""
+    tp, dp = int(str(fields.get("tp", 1))), int(str(fields.get("dp", 1)))
+    if dp <= 1:  # SGLang turns DP attention off at dp_size 1
+        return
+    if tp % dp:
+        raise InputError("launch", f"--enable-dp-attention needs --tp-size ({tp}) to be a "
+                         f"multiple of --dp-size ({dp}): SGLang splits the tp devices into "
+                         "dp attention ranks")
+    fields.update(tp=tp // dp, ep=tp)
+    for name in ("max_num_seqs", "max_num_batched_tokens"):
+        value = fields.get(name)
+        if isinstance(value, int) and value > 0:
+            fields[name] = max(1, value // dp)
 
 
 COMMON_RULES: tuple[tuple[str, str], ...] = (
@@ -584,6 +615,11 @@ class SglangEngine(ServingEngine):
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_sglang_argv(argv)
+
+    def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
+        from llm_inventory.engine.serving import sglang_line
+
+        return sglang_line.write(plan)
 
     def startup_lines(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> list[str]:

@@ -54,6 +54,7 @@ from llm_inventory.engine.serving.base import (
     StartupContext,
     StartupReport,
 )
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_reserve
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -281,6 +282,11 @@ class TensorRtLlm(ServingEngine):
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_trtllm_serve(argv)
+
+    def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
+        from llm_inventory.engine.serving import trtllm_line
+
+        return trtllm_line.write(plan)
 
     # --- what it prints -------------------------------------------------------------------
 

@@ -1,0 +1,50 @@
+"""The launch lines of a placement plan, in each engine's own flags.
+
+The model is named as the engine loads it: a preset by the Hugging Face id it stands for
+(an engine knows no preset names), a GGUF file by its path, anything else as given. The
+split, the disaggregation and the settings come from the plan; the engine's writer
+(`ServingEngine.launch_lines`) spells them.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from llm_inventory.engine.serving import ServingEngine
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
+
+
+def model_path(reference: str) -> tuple[str, bool]:
+    """The model as an engine's command line takes it, and whether it is a GGUF file."""
+    if PurePath(reference).suffix.lower() == ".gguf":
+        return reference, True
+    if "/" not in reference:
+        from llm_inventory.spec.presets import hub_id
+
+        found = hub_id(reference)
+        if found is not None:
+            return found, False
+    return reference, False
+
+
+def plan_lines(engine: ServingEngine, reference: str, *, tp: int, pp: int, ep: int,
+               context: int, max_num_seqs: int, max_num_batched_tokens: int,
+               disaggregation: str | None = None, memory_fraction: float | None = None,
+               kv_dtype: str | None = None, quantization: str | None = None,
+               flags: dict[str, object] | None = None) -> list[LaunchLine]:
+    """The lines that start one replica of the plan on `engine` ([] when its command line
+    cannot say it). `max_num_seqs` and `max_num_batched_tokens` are per engine instance;
+    `flags` are placement's engine flags (llama.cpp's n_gpu_layers and n_cpu_moe)."""
+    if not engine.programs:
+        return []
+    model, gguf = model_path(reference)
+    own = flags or {}
+    ngl, cpu_moe = own.get("n_gpu_layers"), own.get("n_cpu_moe")
+    plan = LaunchPlan(
+        model=model, tp=tp, pp=pp, ep=ep, context=context,
+        max_num_seqs=max(1, max_num_seqs), max_num_batched_tokens=max_num_batched_tokens,
+        memory_fraction=memory_fraction, kv_dtype=kv_dtype, quantization=quantization,
+        disaggregation=disaggregation if disaggregation == "prefill/decode" else None,
+        gguf=gguf, n_gpu_layers=int(str(ngl)) if ngl is not None else None,
+        n_cpu_moe=int(str(cpu_moe)) if cpu_moe else None)
+    return engine.launch_lines(plan)

@@ -1,0 +1,32 @@
+"""llama.cpp's launch line (`llama-server`, common/arg.cpp).
+
+-m FILE.gguf (or -hf REPO for a Hub id); --ctx-size is the context times the --parallel
+slots (each slot holds ctx ÷ parallel cells without --kv-unified); -ngl the layers on the
+GPUs (999: all); --n-cpu-moe the first layers whose experts stay in host memory; more than
+one GPU is a layer split (`-sm layer`, the default) with -ts giving each an even share;
+--batch-size the logical batch; -ctk/-ctv the cache types (q8_0, q4_0, … or f16).
+No prefill/decode split: llama-server has none.
+"""
+
+from __future__ import annotations
+
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
+
+ALL_LAYERS = 999
+
+
+def write(p: LaunchPlan) -> list[LaunchLine]:
+    if p.disaggregation or p.tp > 1 or p.ep > 1:
+        return []
+    args = ["llama-server", "-m" if p.gguf else "-hf", p.model,
+            "--ctx-size", str(p.context * p.max_num_seqs), "--parallel", str(p.max_num_seqs),
+            "-ngl", str(ALL_LAYERS if p.n_gpu_layers is None else p.n_gpu_layers)]
+    if p.n_cpu_moe:
+        args += ["--n-cpu-moe", str(p.n_cpu_moe)]
+    if p.pp > 1:
+        args += ["-ts", ",".join("1" for _ in range(p.pp))]
+    args += ["--batch-size", str(p.max_num_batched_tokens)]
+    if p.kv_dtype:
+        # a quantized V cache needs flash attention (llama_init_from_model refuses it)
+        args += ["-ctk", p.kv_dtype, "-ctv", p.kv_dtype, "-fa", "on"]
+    return [LaunchLine("serve", args)]
