@@ -8,7 +8,6 @@ from random import Random
 
 from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
 from llm_inventory.engine.placement.facts import ModelFacts, model_facts
-from llm_inventory.engine.recommend.launch import LaunchPlan, launch_command
 from llm_inventory.engine.recommend.models import (
     NEAR,
     OBJECTIVES,
@@ -523,7 +522,7 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
         ev = evaluators[(chosen.device, chosen.engine)]
         launch, equivalents = _launches(ev, chosen, request)
         capacity = _capacity(ev, chosen)
-        if launch is not None and chosen.disaggregation is None:
+        if launch is not None:
             readback = _read_back(spec, ev, chosen, launch)
     shown = ordered[:request.limit] if request.limit else ordered
     loaded = request.workload.qps is not None or request.workload.concurrency is not None
@@ -559,13 +558,14 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
 
 def _read_back(spec: ModelSpec, ev: Evaluator, plan: RecommendedPlan,
                launch: str) -> dict[str, object]:
-    """`launch` read and predicted as `inventory launch` does, on one replica's GPUs."""
+    """`launch` (its first server line) read and predicted as `inventory launch` does, on
+    one replica's GPUs (one pool's, for a prefill/decode pair: its servers are alike)."""
     import shlex
 
     from llm_inventory.engine import serving
     from llm_inventory.engine.launch import match_program, predict_launch
 
-    era, rest = match_program(shlex.split(launch))
+    era, rest = match_program(shlex.split(launch.splitlines()[0]))
     command = era.parse_launch(rest)
     engine = serving.get(f"{era.name}@{plan.engine_version}")
     result = predict_launch(spec, command, engine, ev.device, plan.gpus_per_replica)
@@ -577,26 +577,29 @@ def _read_back(spec: ModelSpec, ev: Evaluator, plan: RecommendedPlan,
 
 def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -> \
         tuple[str | None, dict[str, str]]:
-    """The chosen plan's command for its engine, and for every other registered engine
+    """The chosen plan's lines for its engine (a prefill/decode plan: both servers and the
+    router), and for every other registered engine whose command line can say the plan
     (with that engine's own memory default: the fractions do not carry over)."""
-    from dataclasses import replace
-
     from llm_inventory.engine import serving
+    from llm_inventory.engine.launch_lines import plan_lines
+    from llm_inventory.engine.serving.launch_line import joined
 
     facts = ev.facts
-    model_kv = facts.kv_dtype if request.kv_dtype is not None else None
-    launch = LaunchPlan(model=request.model_ref, tp=plan.tp, pp=plan.pp, ep=plan.ep,
-                        context=facts.context, memory_fraction=facts.settings.memory_fraction,
-                        max_num_seqs=max(1, plan.batch // max(1, plan.ep // plan.tp
-                                                              if plan.ep > plan.tp else 1)),
-                        max_num_batched_tokens=facts.settings.max_num_batched_tokens,
-                        kv_dtype=model_kv, quantization=request.dtype
-                        if request.dtype in ("fp8",) else None)
-    own = launch_command(plan.engine, launch)
+    ranks = plan.ep // plan.tp if plan.ep > plan.tp and plan.ep % plan.tp == 0 else 1
+    common = {"tp": plan.tp, "pp": plan.pp, "ep": plan.ep, "context": facts.context,
+              "max_num_seqs": max(1, plan.batch // ranks),
+              "max_num_batched_tokens": facts.settings.max_num_batched_tokens,
+              "disaggregation": plan.disaggregation,
+              "kv_dtype": facts.kv_dtype if request.kv_dtype is not None else None,
+              "quantization": request.dtype if request.dtype in ("fp8",) else None}
+    own = joined(plan_lines(facts.engine, request.model_ref,
+                            memory_fraction=facts.settings.memory_fraction,
+                            flags=dict(facts.settings.flags), **common))  # type: ignore[arg-type]
     others = {}
     for name in serving.names():
-        if name != plan.engine:
-            command = launch_command(name, replace(launch, memory_fraction=None))
+        if name != facts.engine.name:
+            command = joined(plan_lines(serving.get(name), request.model_ref,
+                                        **common))  # type: ignore[arg-type]
             if command is not None:
                 others[name] = command
     return own, others
