@@ -76,12 +76,14 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
                    f"{result.fitting} fit; showing {len(shown)}"
                    + (f" ({hidden} more: --limit 0 shows all)" if hidden else "")
                    + " (×N: replicas; P/D: separate prefill and decode pools; enc: encoder on "
-                   "its own device; conc.: requests at the context one engine holds)")
-    table = Table(optional=("time†", "reserve*"))  # the estimates give way first
+                   "its own device; conc.: requests at the context one engine holds; "
+                   "total: every engine of the deployment, replicas × attention-DP ranks)")
+    # the estimates give way first, then the pool whose tokens the next column counts
+    table = Table(optional=("time†", "reserve*", "KV pool"))
     for name in ("plan", "verdict", "weights", "reserve*", "KV pool", "KV tokens", "conc.",
-                 "time†"):
+                 "total", "time†"):
         table.add_column(name, justify="left" if name in ("plan", "verdict") else "right",
-                         no_wrap=name in ("plan", "conc."))
+                         no_wrap=name in ("plan", "conc.", "total"))
     notes: list[str] = []
     warnings: list[str] = []
     for index, plan in enumerate(shown, start=1):
@@ -95,6 +97,7 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             size(d.kv_pool_bytes) if size and d else "—",
             f"{d.kv_capacity_tokens:,}" if d and d.kv_capacity_tokens else "—",
             f"{plan.max_concurrency:,.1f}" if plan.max_concurrency is not None else "—",
+            _total(plan),
             "/".join(_times(plan)[:2]).replace(" ms/", "/") if plan.timing else "—",
         )
         if plan.why and not plan.fits:
@@ -205,11 +208,21 @@ def engines_side_by_side(results: list[PlacementResult], units: UnitSystem,
     row("KV tokens", lambda r, p, d: f"{d.kv_capacity_tokens:,}")
     row("conc.", lambda r, p, d: f"{p.max_concurrency:,.2f}"
         if p.max_concurrency is not None else "—")
+    row("total conc.", lambda r, p, d: _total(p, 2))
     parts: list[RichTable | Text] = [head, table]
     for r in results:
         parts.append(Text(f"── {_engine(r)} ──", style="bold"))
         parts += placement_tables(r, units, limit)
     return parts
+
+
+def _total(plan: Plan, places: int = 1) -> str:
+    """Every engine's concurrency together, with the engine count when it is more than one
+    ("×8 103.5")."""
+    if plan.total_concurrency is None:
+        return "—"
+    text = f"{plan.total_concurrency:,.{places}f}"
+    return f"×{plan.engines} {text}" if plan.engines > 1 else text
 
 
 def _memory(result: PlacementResult, shown: list[Plan]) -> RichTable | None:
