@@ -148,6 +148,9 @@ def placement(
         metavar="FILE", help="Draw the memory bars and the best plan's KV capacity and "
         "maximum concurrency against context into an .svg or .png file (needs the `plot` "
         "extra).")] = None,
+    launch: Annotated[bool, typer.Option(
+        "--launch", help="Give each plan's launch command in its engine's own flags (a "
+        "prefill/decode plan: both servers and the router).")] = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -198,6 +201,10 @@ def placement(
             raise InputError(pin, f"{pin} {value:,} needs {value:,} devices; --count is {n:,}")
     results = [plan_placement(spec, request.model_copy(update={"engine": name}))
                for name in engines]
+    if launch:
+        from llm_inventory.engine.launch_lines import with_launch_lines
+
+        results = [with_launch_lines(r, request, model) for r in results]
     result = results[0]
     if plot is not None:
         from llm_inventory.engine.capacity import plan_capacity

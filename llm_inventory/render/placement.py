@@ -86,6 +86,7 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
                          no_wrap=name in ("plan", "conc.", "total"))
     notes: list[str] = []
     warnings: list[str] = []
+    launches: list[str] = []
     for index, plan in enumerate(shown, start=1):
         d = plan.per_device
         size = (lambda n: format_bytes(n, units)) if d else None
@@ -114,6 +115,10 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
                          f"weights {format_bytes(h.weight_bytes, units)}, KV "
                          f"{format_bytes(h.kv_bytes, units)}, compute "
                          f"{format_bytes(h.compute_bytes, units)}")
+        if plan.launch:
+            launches.append(f"{index}. " + "\n   ".join(plan.launch))
+        elif plan.legal and any(p.launch for p in shown):
+            launches.append(f"{index}. {_engine(result)}'s command line cannot say this plan")
         if plan.kv_handover_bytes:
             handed = format_bytes(plan.kv_handover_bytes, units)
             notes.append(f"{index}. each request hands {handed} of KV from the prefill pool "
@@ -163,6 +168,8 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             "--batch); bounds and tokens/s in JSON", column="time†", style="dim"))
     if notes:
         parts.append(Text("\n".join(notes)))
+    if launches:
+        parts.append(Text("launch (one replica each):\n" + "\n".join(launches)))
     bars = _memory(result, shown)
     if bars is not None:
         parts.append(bars)

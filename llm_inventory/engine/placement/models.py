@@ -132,6 +132,9 @@ class Plan(BaseModel):
     startup: list[str] = Field(default_factory=list)  # the engine's lines, binding worker
     startup_error: str | None = None  # the error the engine stops with at start-up, if any
     host: HostFit | None = None  # engines that keep layers in host RAM (llama.cpp)
+    # with --launch: the lines that start one replica, in the engine's own flags (a P/D
+    # plan: both pools and the router); empty when asked for none or the engine cannot say it
+    launch: list[str] = Field(default_factory=list)
 
 
 class WidthSummary(BaseModel):

@@ -29,7 +29,7 @@ class LaunchPlan:
     pp: int
     ep: int
     context: int
-    max_num_seqs: int
+    max_num_seqs: int | None  # None: the engine's own default
     max_num_batched_tokens: int
     memory_fraction: float | None = None  # None: the engine's own default
     kv_dtype: str | None = None  # None: the model's own

@@ -1,7 +1,8 @@
 """llama.cpp's launch line (`llama-server`, common/arg.cpp).
 
 -m FILE.gguf (or -hf REPO for a Hub id); --ctx-size is the context times the --parallel
-slots (each slot holds ctx ÷ parallel cells without --kv-unified); -ngl the layers on the
+slots (each slot holds ctx ÷ parallel cells without --kv-unified), or the context alone
+when the slot count is its own (llama-server then unifies the cache); -ngl the layers on the
 GPUs (999: all); --n-cpu-moe the first layers whose experts stay in host memory; more than
 one GPU is a layer split (`-sm layer`, the default) with -ts giving each an even share;
 --batch-size the logical batch; -ctk/-ctv the cache types (q8_0, q4_0, … or f16).
@@ -18,9 +19,13 @@ ALL_LAYERS = 999
 def write(p: LaunchPlan) -> list[LaunchLine]:
     if p.disaggregation or p.tp > 1 or p.ep > 1:
         return []
-    args = ["llama-server", "-m" if p.gguf else "-hf", p.model,
-            "--ctx-size", str(p.context * p.max_num_seqs), "--parallel", str(p.max_num_seqs),
-            "-ngl", str(ALL_LAYERS if p.n_gpu_layers is None else p.n_gpu_layers)]
+    args = ["llama-server", "-m" if p.gguf else "-hf", p.model]
+    if p.max_num_seqs is None:  # its own slot count over one shared (unified) cache
+        args += ["--ctx-size", str(p.context)]
+    else:
+        args += ["--ctx-size", str(p.context * p.max_num_seqs),
+                 "--parallel", str(p.max_num_seqs)]
+    args += ["-ngl", str(ALL_LAYERS if p.n_gpu_layers is None else p.n_gpu_layers)]
     if p.n_cpu_moe:
         args += ["--n-cpu-moe", str(p.n_cpu_moe)]
     if p.pp > 1:

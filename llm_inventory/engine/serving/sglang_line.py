@@ -38,8 +38,9 @@ def server_argv(p: LaunchPlan) -> list[str]:
     args += ["--context-length", str(p.context)]
     if p.memory_fraction is not None:
         args += ["--mem-fraction-static", f"{p.memory_fraction:g}"]
-    args += ["--max-running-requests", str(p.max_num_seqs * dp),
-             "--chunked-prefill-size", str(p.max_num_batched_tokens * dp)]
+    if p.max_num_seqs is not None:
+        args += ["--max-running-requests", str(p.max_num_seqs * dp)]
+    args += ["--chunked-prefill-size", str(p.max_num_batched_tokens * dp)]
     if p.kv_dtype:
         args += ["--kv-cache-dtype", kv_word(p.kv_dtype)]
     if p.quantization:

@@ -21,8 +21,10 @@ def write(p: LaunchPlan) -> list[LaunchLine]:
         args += ["--pp_size", str(p.pp)]
     if p.ep > 1:
         args += ["--ep_size", str(p.ep)]
-    args += ["--max_seq_len", str(p.context), "--max_batch_size", str(p.max_num_seqs),
-             "--max_num_tokens", str(p.max_num_batched_tokens)]
+    args += ["--max_seq_len", str(p.context)]
+    if p.max_num_seqs is not None:
+        args += ["--max_batch_size", str(p.max_num_seqs)]
+    args += ["--max_num_tokens", str(p.max_num_batched_tokens)]
     if p.memory_fraction is not None:
         args += ["--kv_cache_free_gpu_memory_fraction", f"{p.memory_fraction:g}"]
     return [LaunchLine("serve", args)]

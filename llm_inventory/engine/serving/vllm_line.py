@@ -28,8 +28,9 @@ def server_argv(p: LaunchPlan) -> list[str]:
     args += ["--max-model-len", str(p.context)]
     if p.memory_fraction is not None:
         args += ["--gpu-memory-utilization", f"{p.memory_fraction:g}"]
-    args += ["--max-num-seqs", str(p.max_num_seqs),
-             "--max-num-batched-tokens", str(p.max_num_batched_tokens)]
+    if p.max_num_seqs is not None:
+        args += ["--max-num-seqs", str(p.max_num_seqs)]
+    args += ["--max-num-batched-tokens", str(p.max_num_batched_tokens)]
     if p.kv_dtype:
         args += ["--kv-cache-dtype", p.kv_dtype]
     if p.quantization:

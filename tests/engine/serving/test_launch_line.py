@@ -31,7 +31,8 @@ def plans(draw: st.DrawFn) -> tuple[str, LaunchPlan]:
     return engine, LaunchPlan(
         model=draw(st.sampled_from(["meta-llama/Llama-3.1-8B", "deepseek-ai/DeepSeek-V3"])),
         tp=tp, pp=draw(st.sampled_from([1, 2, 4])), ep=ep,
-        context=draw(st.integers(1, 262144)), max_num_seqs=draw(st.integers(1, 1024)),
+        context=draw(st.integers(1, 262144)),
+        max_num_seqs=draw(st.one_of(st.none(), st.integers(1, 1024))),
         max_num_batched_tokens=draw(st.integers(1, 65536)),
         memory_fraction=draw(st.sampled_from([None, 0.9, 0.85]))
         if engine != "llamacpp" else None, kv_dtype=kv,  # llama.cpp takes no fraction
