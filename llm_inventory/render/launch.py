@@ -32,6 +32,10 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
                       "—" if total is None else f"×{plan.engines} {total:,.2f}"
                       if plan.engines > 1 else f"{total:,.2f}")
         parts.append(table)
+        if d.state_slots is not None:
+            from llm_inventory.render.placement import state_slots_note
+
+            parts.append(Text(state_slots_note(d, plan.max_concurrency, result.context, units)))
     if result.startup:
         parts.append(Text(f"{result.label} will print:", style="bold"))
         parts.append(Text("\n".join(f"  {line}" for line in result.startup)))

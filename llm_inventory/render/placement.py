@@ -115,6 +115,9 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
                          f"weights {format_bytes(h.weight_bytes, units)}, KV "
                          f"{format_bytes(h.kv_bytes, units)}, compute "
                          f"{format_bytes(h.compute_bytes, units)}")
+        if d is not None and d.state_slots is not None:
+            notes.append(f"{index}. " + state_slots_note(d, plan.max_concurrency,
+                                                         result.context, units))
         if plan.launch:
             launches.append(f"{index}. " + "\n   ".join(plan.launch))
         elif plan.legal and any(p.launch for p in shown):
@@ -221,6 +224,22 @@ def engines_side_by_side(results: list[PlacementResult], units: UnitSystem,
         parts.append(Text(f"── {_engine(r)} ──", style="bold"))
         parts += placement_tables(r, units, limit)
     return parts
+
+
+def state_slots_note(d: DeviceFit, held: float | None, context: int,
+                     units: UnitSystem) -> str:
+    """The state slots as their own part of the KV pool, and the knob that moves them."""
+    slots = d.state_slots or 0
+    text = (f"state slots: {slots:,} requests' fixed state, "
+            f"{format_bytes(d.state_slot_bytes or 0, units)} of the "
+            f"{format_bytes(d.kv_pool_bytes, units)} KV pool, apart from the tokens")
+    best, reach = d.state_slots_best, d.state_slots_best_concurrency
+    if (d.state_slots_knob and best is not None and reach is not None
+            and (held is None or reach > held + 0.005)):
+        now = f" (now {held:,.2f})" if held is not None else ""
+        text += (f"; {d.state_slots_knob} {best:,} would hold {reach:,.2f} requests at "
+                 f"{context:,} tokens{now}")
+    return text
 
 
 def _total(plan: Plan, places: int = 1) -> str:

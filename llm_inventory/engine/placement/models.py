@@ -92,6 +92,14 @@ class DeviceFit(BaseModel):
     kv_bytes_per_token: int
     state_bytes_per_sequence: int  # one request at `context` on this device
     workload_bytes: int  # `concurrency` requests at `context`
+    # engines that keep each request's state in slots apart from the tokens (SGLang's Mamba
+    # pool): the slots (a cap on concurrency), their bytes inside kv_pool_bytes, the flag
+    # that sets them, and the count at which slots and tokens hold the most requests
+    state_slots: int | None = None
+    state_slot_bytes: int | None = None
+    state_slots_knob: str | None = None
+    state_slots_best: int | None = None
+    state_slots_best_concurrency: float | None = None
 
 
 class HostFit(BaseModel):

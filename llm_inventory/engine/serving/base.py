@@ -204,6 +204,14 @@ class KvCapacity(BaseModel):
     block_size: int | None = None
     layer_page_bytes: int = 0
     state_page_bytes: int = 0
+    # Engines that keep each request's fixed state in slots of its own, apart from the token
+    # pool (SGLang's Mamba pool): the slots (they cap concurrency), the bytes they take of
+    # the pool, and the slot count at which slots and tokens hold the most requests at
+    # max_model_len, with that concurrency (what the engine's slot knob can reach).
+    state_slots: int = 0
+    state_slot_bytes: int = 0
+    state_slots_best: int | None = None
+    state_slots_best_concurrency: float | None = None
 
 
 class PoolLayout(ABC):
@@ -411,6 +419,8 @@ class ServingEngine(ABC):
     # Argument prefixes that start this engine: ("vllm", "serve"),
     # ("python", "-m", "sglang.launch_server") … `inventory launch` picks the engine by them.
     programs: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # the flag that sets the state slots of `KvCapacity.state_slots` (None: none)
+    state_slots_knob: ClassVar[str | None] = None
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         """Read the engine's own command line (after its program prefix). Raises InputError

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -212,7 +212,22 @@ class TokenPool(PoolLayout):
             v_bytes=0 if self.latent else full - k, swa_tokens=swa,
             swa_k_bytes=swa_bytes // 2, swa_v_bytes=swa_bytes - swa_bytes // 2,
             mamba_slots=slots, max_running_requests=self.running(tokens, slots) if tokens else 0,
+            state_slots=slots if self.fixed else 0,
+            state_slot_bytes=slots * self.fixed if self.fixed else 0,
+            **self._best_slots(pool_bytes),
         )
+
+    def _best_slots(self, pool_bytes: int) -> dict[str, int | float]:
+        """The --max-mamba-cache-size at which the Mamba slots and the token pool hold the
+        most requests at the context: the slots take `fixed` bytes each first, the tokens
+        the rest (`_figures`), so the two meet near pool ÷ (fixed + cell × context)."""
+        if not self.fixed or not self.page or not self.context:
+            return {}
+        near = int(max(0, pool_bytes) // (self.fixed + self.page * self.context))
+        held = {n: replace(self, mamba_slots_asked=n).measure(pool_bytes)[2]
+                for n in (max(0, near - 1), near, near + 1)}
+        best = max(held, key=lambda n: (held[n], -n))
+        return {"state_slots_best": best, "state_slots_best_concurrency": held[best]}
 
 
 # --- the default fraction and the GPU-size tiers ------------------------------------------
@@ -446,6 +461,7 @@ class SglangEngine(ServingEngine):
     """SGLang in one accounting era; subclasses set the era's rules (class attributes)."""
 
     name = "sglang"
+    state_slots_knob = "--max-mamba-cache-size"
     summary = ("KV pool = mem_fraction_static × free memory after the distributed init − "
                "weights, in cells of one token (K and V of every layer), floored to the page")
     fraction_rule: ClassVar[FractionRule]
