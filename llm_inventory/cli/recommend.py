@@ -151,6 +151,16 @@ def recommend(
     ] = None,
     dtype: DtypeOption = None,
     kv_dtype: KvDtypeOption = None,
+    tp: Annotated[int | None, typer.Option(min=1, help="Pin tensor parallelism.")] = None,
+    pp: Annotated[int | None, typer.Option(min=1, help="Pin pipeline parallelism.")] = None,
+    ep: Annotated[int | None, typer.Option(min=1, help="Pin expert parallelism.")] = None,
+    context: Annotated[int | None, typer.Option(
+        "--context", "--max-model-len", parser=tokens_parser("context"), metavar="TOKENS",
+        help="The context the engine is launched with (default: the longest ISL + OSL of "
+             "the workload; longer lets longer requests in).")] = None,
+    disaggregation: Annotated[bool, typer.Option(
+        help="Consider disaggregated plans (separate prefill and decode pools, or the "
+             "encoder on its own GPU).")] = True,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the length sample.")] = 0,
     limit: Annotated[int | None, typer.Option(
         min=0, help="Plans to keep, best first (0: all; default 10 in the table).")] = None,
@@ -227,7 +237,8 @@ def recommend(
         power_price=_number("power_price", power_price, below=1e6,
                             allowed="a positive price in $ per kWh, below 1,000,000"),
         dtype=dtype,
-        kv_dtype=kv_dtype, seed=seed, limit=limit)
+        kv_dtype=kv_dtype, seed=seed, limit=limit, tp=tp, pp=pp, ep=ep, context=context,
+        disaggregation=disaggregation)
     result = run(spec, request)
     if plot is not None:
         from llm_inventory.render.plot import write_plot

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from random import Random
 
 from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
@@ -102,8 +102,10 @@ class Evaluator:
         count = request.count or device.devices_per_node or 8
         self.count = count
         self.placement_request = PlacementRequest(
-            device=device, count=count, engine=engine, context=lengths.longest,
-            dtype=request.dtype, kv_dtype=request.kv_dtype, limit=None, calibration=cal)
+            device=device, count=count, engine=engine,
+            context=request.context or lengths.longest, tp=request.tp, pp=request.pp,
+            ep=request.ep, dtype=request.dtype, kv_dtype=request.kv_dtype, limit=None,
+            calibration=cal)
         self.placed = plan_placement(spec, self.placement_request)
         self.facts: ModelFacts = model_facts(spec, self.placement_request)
         self.chunk = self.facts.settings.max_num_batched_tokens
@@ -298,6 +300,9 @@ def _plain(ev: Evaluator, plan: Plan, request: RecommendRequest,
     elif w.concurrency is not None:
         replicas = max(1, math.ceil(w.concurrency / op.batch - 1e-9))
         users = w.concurrency / replicas
+        # a closed loop never has more requests in flight than its users: the engine is
+        # sized to them, not to what its KV pool could hold
+        op = replace(op, batch=min(op.batch, max(1, math.ceil(users - 1e-9))))
     else:
         replicas = 1
     if rate is not None or users is not None:
@@ -338,6 +343,9 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
             best = (b, t)
     assert best is not None
     batch, tpot = best
+    if w.concurrency is not None and w.concurrency < batch:  # a closed loop: its users
+        batch = w.concurrency
+        tpot = round_time(p, cal, Load(decode=batch, context=context), chunk).seconds
     rate = w.qps
     if rate is None:
         users = w.concurrency or batch
@@ -484,6 +492,13 @@ def _check(spec: ModelSpec, request: RecommendRequest, lengths: Lengths) -> None
                          f"{limit:,} positions of {spec.name}")
     if request.workload.qps is not None and request.workload.concurrency is not None:
         raise InputError("qps", "give --qps or --concurrency, not both")
+    if request.context is not None:
+        if request.context < lengths.longest:
+            raise InputError("context", f"{request.context:,} tokens is shorter than the "
+                             f"longest request (ISL + OSL {lengths.longest:,})")
+        if limit is not None and request.context > limit:
+            raise InputError("context", f"{request.context:,} tokens exceeds the {limit:,} "
+                             f"positions of {spec.name}")
 
 
 def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
@@ -506,6 +521,8 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
             evaluators[(device.id, ev.placed.engine)] = ev
             for plan in ev.placed.plans:
                 if not plan.legal or not plan.fits:
+                    continue
+                if plan.disaggregation is not None and not request.disaggregation:
                     continue
                 found = (_disaggregated(ev, plan, request)
                          if plan.disaggregation == "prefill/decode"
