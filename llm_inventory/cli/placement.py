@@ -201,6 +201,14 @@ def placement(
             raise InputError(pin, f"{pin} {value:,} needs {value:,} devices; --count is {n:,}")
     results = [plan_placement(spec, request.model_copy(update={"engine": name}))
                for name in engines]
+    if any(r.fitting == 0 for r in results):
+        from llm_inventory.engine.would_fit import would_fit
+        from llm_inventory.spec.devices import list_devices
+
+        catalog = [*list_devices(), *extra]
+        results = [r if r.fitting else r.model_copy(update={"would_fit": would_fit(
+            spec, request.model_copy(update={"engine": f"{r.engine}@{r.engine_version}"}),
+            r, catalog)}) for r in results]
     if launch:
         from llm_inventory.engine.launch_lines import with_launch_lines
 

@@ -87,6 +87,7 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
     notes: list[str] = []
     warnings: list[str] = []
     launches: list[str] = []
+    misses: dict[str, list[int]] = {}  # why a plan does not fit → the plans it stops
     for index, plan in enumerate(shown, start=1):
         d = plan.per_device
         size = (lambda n: format_bytes(n, units)) if d else None
@@ -102,10 +103,10 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             "/".join(_times(plan)[:2]).replace(" ms/", "/") if plan.timing else "—",
         )
         if plan.why and not plan.fits:
-            notes.append(f"{index}. does not fit: {plan.why}")
+            misses.setdefault(plan.why, []).append(index)
         for warning in plan.warnings:
             warnings.append(f"plan {index} ({_split(plan)}): {warning}")
-        if plan.legal and plan.fits_context is False and plan.longest_context is not None:
+        if plan.legal and plan.fits_context is False and plan.longest_context:
             notes.append(f"{index}. one request at {result.context:,} tokens does not fit; "
                          f"the longest that does is {plan.longest_context:,}")
         if plan.host is not None and plan.host.total_bytes:
@@ -169,8 +170,12 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             f"† time to first token / time per output token: {timed.estimate}; prefill of "
             f"{timed.prompt_tokens:,} tokens, decode at the batch one engine holds (or "
             "--batch); bounds and tokens/s in JSON", column="time†", style="dim"))
+    notes = [f"{_numbers(at)} {'does' if len(at) == 1 else 'do'} not fit: {why}"
+             for why, at in misses.items()] + notes
     if notes:
         parts.append(Text("\n".join(notes)))
+    if result.would_fit is not None:
+        parts.append(Text(would_fit_line(result, units), style="yellow"))
     if launches:
         parts.append(Text("launch (one replica each):\n" + "\n".join(launches)))
     bars = _memory(result, shown)
@@ -224,6 +229,38 @@ def engines_side_by_side(results: list[PlacementResult], units: UnitSystem,
         parts.append(Text(f"── {_engine(r)} ──", style="bold"))
         parts += placement_tables(r, units, limit)
     return parts
+
+
+def would_fit_line(result: PlacementResult, units: UnitSystem) -> str:
+    """What would fit when nothing does, each change alone."""
+    w = result.would_fit
+    assert w is not None
+    found = []
+    if w.devices is not None:
+        s = w.devices
+        split = f"tp{s.tp} pp{s.pp}" + (f" ep{s.ep}" if s.ep > 1 else "")
+        found.append(f"{s.devices:,} × {result.device} ({split})")
+    else:
+        found.append(f"no count of {result.device} up to {w.devices_searched:,}")
+    if w.longest_context:
+        found.append(f"a context of {w.longest_context:,} tokens")
+    if w.dtypes:
+        found.append("weights at " + " or ".join(w.dtypes))
+    if w.kv_dtypes:
+        found.append("a KV cache at " + " or ".join(w.kv_dtypes))
+    if w.device is not None and w.device_memory_bytes is not None:
+        found.append(f"{result.count:,} × {w.device} "
+                     f"({format_bytes(w.device_memory_bytes, units)} each)")
+    return "would fit with: " + "; ".join(found)
+
+
+def _numbers(at: list[int]) -> str:
+    """Plan numbers as a reader takes them: "3.", "1–6.", "1, 3, 5."."""
+    if len(at) == 1:
+        return f"{at[0]}."
+    if at == list(range(at[0], at[-1] + 1)):
+        return f"{at[0]}–{at[-1]}."
+    return ", ".join(str(i) for i in at) + "."
 
 
 def state_slots_note(d: DeviceFit, held: float | None, context: int,

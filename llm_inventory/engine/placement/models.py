@@ -174,6 +174,18 @@ class SmallestFit(BaseModel):
     replicas: int
 
 
+class WouldFit(BaseModel):
+    """When nothing fits: what would, each change alone (placement asked again)."""
+
+    devices: SmallestFit | None  # the fewest devices of this type (None: not within searched)
+    devices_searched: int  # the most devices of this type tried
+    longest_context: int | None  # on these devices, the longest one request fits (None: none)
+    dtypes: list[str]  # weight dtypes an engine quantizes to at load that fit these devices
+    kv_dtypes: list[str]  # KV cache dtypes that fit these devices
+    device: str | None  # the catalog device with the least memory that fits this count
+    device_memory_bytes: int | None
+
+
 class PlacementResult(BaseModel):
     schema_version: int = 1
     model: str
@@ -212,3 +224,4 @@ class PlacementResult(BaseModel):
     exact: bool = True
     estimated: str | None = None
     trust: dict[str, Trust] = Field(default_factory=dict)  # how each field group was obtained
+    would_fit: WouldFit | None = None  # when nothing fits and the caller asked what would
