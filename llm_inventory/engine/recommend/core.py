@@ -607,7 +607,7 @@ def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -
               "max_num_seqs": max(1, plan.batch // ranks),
               "max_num_batched_tokens": facts.settings.max_num_batched_tokens,
               "disaggregation": plan.disaggregation,
-              "kv_dtype": facts.kv_dtype if request.kv_dtype is not None else None,
+              "kv_dtype": request.kv_dtype,  # as asked: an engine's own word stays its own
               "quantization": request.dtype if request.dtype in ("fp8",) else None}
     own = joined(plan_lines(facts.engine, request.model_ref,
                             memory_fraction=facts.settings.memory_fraction,

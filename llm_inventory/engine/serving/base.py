@@ -429,6 +429,16 @@ class ServingEngine(ABC):
 
         raise InputError("launch", f"{self.label} command lines are not read yet")
 
+    def kv_dtype_word(self, word: str) -> dict[str, FlagValue] | None:
+        """The engine flags that ask for a KV cache type in the engine's own word (llama.cpp's
+        q8_0, q4_0, iq4_nl …), when `word` is one the tool's dtypes do not spell (None)."""
+        return None
+
+    def kv_bits(self, settings: EngineSettings) -> float | None:
+        """Bits one KV value takes as the engine stores it, when its own cache types set it
+        (block scales included); None: the KV dtype's own width."""
+        return None
+
     def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
         """The processes to start for `plan` in the engine's own flags, each server line
         reading back through `parse_launch` to the plan ([]: no writer, or the plan needs

@@ -11,14 +11,20 @@ No prefill/decode split: llama-server has none.
 
 from __future__ import annotations
 
+from llm_inventory.engine.serving.ggml_types import KV_CACHE_TYPES
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 
 ALL_LAYERS = 999
 
 
+# the tool's dtype words as llama.cpp spells its cache types
+_WORDS = {"fp16": "f16", "bf16": "bf16", "fp32": "f32"}
+
+
 def write(p: LaunchPlan) -> list[LaunchLine]:
-    if p.disaggregation or p.tp > 1 or p.ep > 1:
-        return []
+    kv = _WORDS.get(p.kv_dtype, p.kv_dtype) if p.kv_dtype else None
+    if p.disaggregation or p.tp > 1 or p.ep > 1 or (kv and kv not in KV_CACHE_TYPES):
+        return []  # no such split, or a cache type it has not (fp8)
     args = ["llama-server", "-m" if p.gguf else "-hf", p.model]
     if p.max_num_seqs is None:  # its own slot count over one shared (unified) cache
         args += ["--ctx-size", str(p.context)]
@@ -31,7 +37,7 @@ def write(p: LaunchPlan) -> list[LaunchLine]:
     if p.pp > 1:
         args += ["-ts", ",".join("1" for _ in range(p.pp))]
     args += ["--batch-size", str(p.max_num_batched_tokens)]
-    if p.kv_dtype:
+    if kv:
         # a quantized V cache needs flash attention (llama_init_from_model refuses it)
-        args += ["-ctk", p.kv_dtype, "-ctv", p.kv_dtype, "-fa", "on"]
+        args += ["-ctk", kv, "-ctv", kv, "-fa", "on"]
     return [LaunchLine("serve", args)]

@@ -31,8 +31,8 @@ def server_argv(p: LaunchPlan) -> list[str]:
     if p.max_num_seqs is not None:
         args += ["--max-num-seqs", str(p.max_num_seqs)]
     args += ["--max-num-batched-tokens", str(p.max_num_batched_tokens)]
-    if p.kv_dtype:
-        args += ["--kv-cache-dtype", p.kv_dtype]
+    if p.kv_dtype:  # its choices spell bf16 out (arg_utils CacheDType)
+        args += ["--kv-cache-dtype", "bfloat16" if p.kv_dtype == "bf16" else p.kv_dtype]
     if p.quantization:
         args += ["--quantization", p.quantization]
     return args
