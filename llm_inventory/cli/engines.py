@@ -6,13 +6,14 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import FormatOption
 from llm_inventory.render.output import OutputFormat
 
 
 def engines(
     engine: Annotated[str | None, typer.Argument(
-        metavar="[ENGINE[@VERSION]]",
+        metavar="[ENGINE[@VERSION]]", autocompletion=complete.engines,
         help="Show one engine era in full: its rules and the source of each.")] = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:

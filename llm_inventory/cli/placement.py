@@ -130,7 +130,7 @@ def placement(
         help="Let the engine serve past the model's positions (as vLLM's "
              "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 does; that variable is honoured too).")] = False,
     sort: Annotated[str, typer.Option(
-        metavar="KEY",
+        metavar="KEY", autocompletion=complete.sort_keys,
         help="Order plans by throughput (default, estimated), concurrency, devices, kv or "
              "cost; plans that fit always come first.")] = "throughput",
     require_fit: Annotated[bool, typer.Option(

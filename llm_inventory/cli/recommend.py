@@ -98,7 +98,8 @@ def recommend(
         metavar="MODEL",
         help="Preset, Hugging Face id, YAML model file, config.json, model folder or GGUF.")],
     use_case: Annotated[str | None, typer.Option(
-        metavar="NAME", help="Named workload: chat, code-completion, summarisation or "
+        metavar="NAME", autocompletion=complete.use_cases,
+        help="Named workload: chat, code-completion, summarisation or "
         "batch (its lengths and targets; flags override them).")] = None,
     isl: Annotated[int | None, typer.Option(
         parser=tokens_parser("isl"), metavar="TOKENS", help="Prompt tokens per request.")
@@ -126,7 +127,8 @@ def recommend(
     percentile: Annotated[str | None, typer.Option(
         metavar="P", help="The percentile targets hold at: p50 (default) or p95.")] = None,
     device: Annotated[list[str] | None, typer.Option(
-        "--device", "-d", help="Device id from `inventory devices`; several: repeat it or "
+        "--device", "-d", autocompletion=complete.devices,
+        help="Device id from `inventory devices`; several: repeat it or "
         "separate them with commas.")
     ] = None,
     count: Annotated[int | None, typer.Option(
@@ -137,7 +139,8 @@ def recommend(
         help="Serving engine (default vllm); several: repeat it or separate them with "
         "commas, as placement takes them.")] = None,
     objective: Annotated[str, typer.Option(
-        metavar="KEY", help="What ranks the plans that meet the targets: cost (default), "
+        metavar="KEY", autocompletion=complete.objectives,
+        help="What ranks the plans that meet the targets: cost (default), "
         "latency, gpus or throughput.")] = "cost",
     prices: Annotated[Path | None, typer.Option(
         help="A YAML price file (the catalog's schema) adding to or replacing its entries.")
