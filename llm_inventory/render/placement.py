@@ -235,6 +235,9 @@ def would_fit_line(result: PlacementResult, units: UnitSystem) -> str:
     """What would fit when nothing does, each change alone."""
     w = result.would_fit
     assert w is not None
+    if not w.searched:
+        return (f"what would fit is sought for up to 64 devices, not {w.devices_searched:,} "
+                "(ask for fewer)")
     found = []
     if w.devices is not None:
         s = w.devices

@@ -184,6 +184,7 @@ class WouldFit(BaseModel):
     kv_dtypes: list[str]  # KV cache dtypes that fit these devices
     device: str | None  # the catalog device with the least memory that fits this count
     device_memory_bytes: int | None
+    searched: bool = True  # False: past the counts these searches are run for (64 devices)
 
 
 class PlacementResult(BaseModel):
