@@ -175,7 +175,9 @@ def _compare_fits(models: list[str], device: str | None, count: int | None, cont
     chosen = resolve_device(device)
     request = PlacementRequest(device=chosen, count=count or chosen.devices_per_node or 1,
                                context=context, dtype=dtype, kv_dtype=kv_dtype)
-    fits = [model_fit(load_model(m), request, m) for m in models]
+    from llm_inventory.spec.devices import list_devices
+
+    fits = [model_fit(load_model(m), request, m, list_devices()) for m in models]
 
     def table() -> list[Any]:
         from llm_inventory.render.compare_fit import compare_fit_tables

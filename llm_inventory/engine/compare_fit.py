@@ -11,11 +11,14 @@ concurrency), with that plan's launch line.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field
 
 from llm_inventory.engine.placement import PlacementRequest, plan_placement
-from llm_inventory.engine.placement.models import SmallestFit
+from llm_inventory.engine.placement.models import SmallestFit, WouldFit
 from llm_inventory.engine.trust import Trust, engine_rule, exact
+from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 
 
@@ -35,12 +38,16 @@ class ModelFit(BaseModel):
     plan: str | None  # the split holding them ("tp4 pp1 ×2")
     launch: list[str] = Field(default_factory=list)  # that plan's lines (one replica)
     why: str | None = None  # why nothing fits, when nothing does
+    would_fit: WouldFit | None = None  # when nothing fits: what would (see would_fit.py)
     trust: dict[str, Trust] = Field(default_factory=dict)
 
 
-def model_fit(spec: ModelSpec, request: PlacementRequest, reference: str) -> ModelFit:
-    """How `spec` (named `reference` on the command line) fares on the request's devices."""
+def model_fit(spec: ModelSpec, request: PlacementRequest, reference: str,
+              catalog: Sequence[Device] = ()) -> ModelFit:
+    """How `spec` (named `reference` on the command line) fares on the request's devices;
+    when nothing fits, what would (the smallest device from `catalog`)."""
     from llm_inventory.engine.launch_lines import with_launch_lines
+    from llm_inventory.engine.would_fit import would_fit
 
     asked = request.model_copy(update={"sort": "concurrency", "limit": None})
     result = with_launch_lines(plan_placement(spec, asked), asked, reference)
@@ -51,15 +58,17 @@ def model_fit(spec: ModelSpec, request: PlacementRequest, reference: str) -> Mod
         split = (f"tp{best.tp} pp{best.pp}" + (f" ep{best.ep}" if best.ep > 1 else "")
                  + f" ×{best.dp}" + (" P/D" if best.disaggregation else ""))
     why = None
+    wider = None
     if best is None:
         why = next((p.why for p in result.plans if p.legal and p.why), None) or (
             "no legal split" if not result.legal else None)
+        wider = would_fit(spec, asked, result, catalog)
     return ModelFit(
         model=result.model, device=result.device, count=result.count,
         engine=f"{result.engine}@{result.engine_version}", context=result.context,
         fits=best is not None, smallest_fit=result.smallest, longest_context=longest,
         max_concurrency=best.total_concurrency if best is not None else None, plan=split,
-        launch=best.launch if best is not None else [], why=why,
+        launch=best.launch if best is not None else [], why=why, would_fit=wider,
         trust={"fits": engine_rule("placement's pools, as the engine sizes them"),
                "smallest_fit": exact("whole devices of the plans that fit"),
                "longest_context": engine_rule("the engine's paging of one request"),

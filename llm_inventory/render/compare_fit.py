@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from llm_inventory.engine.compare_fit import ModelFit
+from llm_inventory.engine.placement.models import WouldFit
 
 
 def compare_fit_tables(fits: list[ModelFit]) -> list[Table | Text]:
@@ -28,6 +29,8 @@ def compare_fit_tables(fits: list[ModelFit]) -> list[Table | Text]:
             f.plan or "—")
         if not f.fits and f.why:
             notes.append(f"{f.model}: does not fit: {f.why}")
+        if f.would_fit is not None:
+            notes.append(f"{f.model}: {would_fit_text(f.would_fit, f.device, f.count)}")
         if f.launch:
             notes.append(f"{f.model}: " + "\n   ".join(f.launch))
     parts: list[Table | Text] = [head, table,
@@ -37,3 +40,20 @@ def compare_fit_tables(fits: list[ModelFit]) -> list[Table | Text]:
     if notes:
         parts.append(Text("\n".join(notes)))
     return parts
+
+
+def would_fit_text(w: WouldFit, device: str, count: int) -> str:
+    if not w.searched:
+        return f"what would fit is sought for up to 64 devices, not {w.devices_searched:,}"
+    found = []
+    if w.devices is not None:
+        found.append(f"{w.devices.devices:,} × {device}")
+    if w.longest_context:
+        found.append(f"a context of {w.longest_context:,} tokens")
+    if w.dtypes:
+        found.append("weights at " + " or ".join(w.dtypes))
+    if w.kv_dtypes:
+        found.append("a KV cache at " + " or ".join(w.kv_dtypes))
+    if w.device is not None:
+        found.append(f"{count:,} × {w.device}")
+    return "would fit with: " + ("; ".join(found) or "nothing tried")

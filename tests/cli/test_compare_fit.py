@@ -19,6 +19,10 @@ def test_compare_on_devices_answers_per_model(invoke: Invoke) -> None:
     assert small["fits"] and big["fits"] and not huge["fits"]
     assert small["smallest_fit"]["devices"] == 1 and big["smallest_fit"]["devices"] == 2
     assert huge["smallest_fit"] is None and huge["max_concurrency"] is None
+    more = huge["would_fit"]["devices"]["devices"]  # what would fit, as placement finds it
+    assert more > 8 and small["would_fit"] is None
+    assert invoke("placement", "deepseek-v3", "-d", "h100", "-n", str(more), "--format",
+                  "json").json()["fitting"] > 0
     # the model's own limit, one request, when the devices hold it
     assert small["longest_context"] == 131072
     assert small["max_concurrency"] > big["max_concurrency"] > 1
