@@ -224,6 +224,13 @@ def dtype_bits(name: str) -> int:
     return DTYPE_BITS[normalize_dtype(name)]
 
 
+NVFP4_GROUP = 16  # NVFP4 values per e4m3 scale
+
+
 def bytes_for(elements: int, dtype: str) -> int:
-    """Bytes that `elements` values of `dtype` occupy: bits summed, then rounded up."""
+    """Bytes that `elements` values of `dtype` occupy: bits summed, then rounded up; NVFP4
+    stored as a cache keeps one e4m3 scale a 16 values beside the e2m1 values (vLLM's
+    packed nvfp4 KV: head_size ÷ 2 + head_size ÷ 16 bytes a head)."""
+    if dtype == "nvfp4":
+        return -(-elements // 2) + -(-elements // NVFP4_GROUP)
     return -(-elements * dtype_bits(dtype) // 8)

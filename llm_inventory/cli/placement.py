@@ -55,6 +55,80 @@ def _engine_args(items: list[str]) -> dict[str, str | int | float | bool]:
     return flags
 
 
+def occupied_memory(used: str | None, free: str | None, memory_bytes: int,
+                    count: int) -> list[int]:
+    """`--used 30GiB,20GiB` (memory other processes hold, device by device) or `--free
+    50GiB,60GiB` (what they leave free) as bytes used per device; devices not listed hold
+    nothing. InputError names the flag."""
+    from llm_inventory.errors import InputError
+    from llm_inventory.units import format_bytes, parse_bytes
+
+    if used is not None and free is not None:
+        raise InputError("used", "give --used or --free, not both")
+    text, field = (used, "used") if used is not None else (free, "free")
+    if text is None:
+        return []
+    items = [part.strip() for part in text.split(",")]
+    if not all(items):
+        raise InputError(field, f"expected sizes separated by commas (30GiB,20GiB), got "
+                         f"{text[:60]!r}")
+    if len(items) > count:
+        raise InputError(field, f"{len(items):,} devices listed; --count is {count:,}")
+    sizes = [parse_bytes(item, field) for item in items]
+    for size in sizes:
+        if size > memory_bytes:
+            raise InputError(field, f"{format_bytes(size)} is more than the device's "
+                             f"{format_bytes(memory_bytes)}")
+    return sizes if field == "used" else [memory_bytes - size for size in sizes]
+
+
+def _groups(text: str, extra: list[Any]) -> list[Any]:
+    """`h100:4,a100-80gb:4` as device groups."""
+    from llm_inventory.engine.placement.mixed import DeviceGroup
+    from llm_inventory.errors import InputError
+    from llm_inventory.spec.devices import resolve_device
+
+    groups = []
+    for part in text.split(","):
+        name, colon, number = part.strip().rpartition(":")
+        if not colon or not name or not number.isdigit() or not 1 <= int(number) <= 65_536:
+            raise InputError("devices", f"expected TYPE:COUNT pairs such as "
+                             f"h100:4,a100-80gb:4, got {part.strip()[:60]!r}")
+        groups.append(DeviceGroup(device=resolve_device(name, extra), count=int(number)))
+    return groups
+
+
+def _mixed(model: str, devices: str, extra: list[Any], device: str | None,
+           context: int | None, concurrency: int, utilization: float | None, engine: str,
+           dtype: str | None, kv_dtype: str | None, fmt: OutputFormat) -> None:
+    """`placement --devices`: one instance's stages over several device types."""
+    from llm_inventory.engine.placement import PlacementRequest
+    from llm_inventory.engine.placement.mixed import plan_mixed
+    from llm_inventory.errors import InputError
+    from llm_inventory.render.output import emit
+    from llm_inventory.spec.loader import load_model
+
+    if device is not None:
+        raise InputError("devices", "give --device or --devices, not both")
+    groups = _groups(devices, extra)
+    engines = engine_list(engine)
+    if len(engines) != 1:
+        raise InputError("engine", "one engine for a plan over several device types")
+    spec = load_model(model)
+    request = PlacementRequest(
+        device=groups[0].device, count=sum(g.count for g in groups), context=context,
+        concurrency=concurrency, gpu_memory_utilization=utilization, dtype=dtype,
+        kv_dtype=kv_dtype, engine=engines[0], limit=0)
+    result = plan_mixed(spec, groups, request)
+
+    def table() -> list[Any]:
+        from llm_inventory.render.mixed import mixed_tables
+
+        return mixed_tables(result)
+
+    emit(result, fmt, table)
+
+
 def engine_list(text: str) -> list[str]:
     """`--engine a,b@1.2` as engine names; InputError for an unknown engine or version."""
     from llm_inventory.engine.serving import get
@@ -85,6 +159,16 @@ def placement(
         help="A one-off device with this memory (80GiB …), or override --device's.")] = None,
     devices_file: Annotated[Path | None, typer.Option(
         help="A YAML file of devices to pick --device from (the catalog's schema).")] = None,
+    devices: Annotated[str | None, typer.Option(
+        "--devices", metavar="TYPE:N,…", help="Pipeline stages over several device types, "
+        "with the layer partition vLLM is told (VLLM_PP_LAYER_PARTITION): "
+        "h100:4,a100-80gb:4.")] = None,
+    used: Annotated[str | None, typer.Option(
+        metavar="SIZES", help="Memory other processes already hold, device by device: "
+        "30GiB,20GiB (each engine meets it its own way: vLLM refuses to start below its "
+        "budget, SGLang and TensorRT-LLM shrink the pool).")] = None,
+    free: Annotated[str | None, typer.Option(
+        metavar="SIZES", help="Or the memory each device has free: 50GiB,60GiB.")] = None,
     tp: Annotated[int | None, typer.Option(min=1, help="Pin tensor parallelism.")] = None,
     pp: Annotated[int | None, typer.Option(min=1, help="Pin pipeline parallelism.")] = None,
     ep: Annotated[int | None, typer.Option(min=1, help="Pin expert parallelism.")] = None,
@@ -174,6 +258,9 @@ def placement(
 
         check_target(plot)
     extra = load_devices_file(devices_file) if devices_file is not None else []
+    if devices is not None:
+        return _mixed(model, devices, extra, device, context, concurrency,
+                      gpu_memory_utilization, engine, dtype, kv_dtype, fmt)
     if device is None and device_memory is None:
         raise InputError("device", "give --device (see `inventory devices`) or --device-memory")
     chosen = resolve_device(device, extra) if device is not None else None
@@ -181,6 +268,7 @@ def placement(
         chosen = custom_device(device_memory, chosen)
     assert chosen is not None
     n = count or per_node or chosen.devices_per_node or 1
+    occupied = occupied_memory(used, free, chosen.memory_bytes, n)
     if sort not in ORDERS:
         raise InputError("sort", f"unknown sort key {sort!r}; use one of {', '.join(ORDERS)}")
     engines = engine_list(engine)
@@ -194,7 +282,7 @@ def placement(
         block_size=block_size, dtype=dtype, kv_dtype=kv_dtype, even_experts=even_experts,
         allow_cross_node_tp=allow_cross_node_tp, allow_long_context=long_ok, limit=limit,
         batch=batch, prompt_tokens=prompt_tokens, engine=engines[0], sort=sort,
-        engine_flags=flags,
+        engine_flags=flags, used_bytes=occupied,
     )
     for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if value is not None and value > n:  # nothing to place; and a search of that size

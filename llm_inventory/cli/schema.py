@@ -13,6 +13,14 @@ SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def schema(
+    what: Annotated[
+        str,
+        typer.Argument(
+            metavar="[model|fleet]",
+            help="model (default): the model description; fleet: the manifest of "
+                 "`inventory check`.",
+        ),
+    ] = "model",
     fmt: Annotated[
         OutputFormat,
         typer.Option(
@@ -21,7 +29,8 @@ def schema(
         ),
     ] = OutputFormat.JSON,
 ) -> None:
-    """Print the JSON Schema of the model-description YAML (what MODEL files may contain).
+    """Print the JSON Schema of the model-description YAML (what MODEL files may contain),
+    or with `fleet` of a fleet manifest (what `inventory check` reads).
 
     Point an editor's YAML language server at it for completion and checking as you type;
     every object forbids unknown keys, as the loader does. The table format lists the
@@ -31,15 +40,24 @@ def schema(
     """
     from pydantic import RootModel
 
+    from llm_inventory.errors import InputError
     from llm_inventory.render.output import emit
-    from llm_inventory.spec.model import ModelSpec
 
-    document: dict[str, Any] = {
-        "$schema": SCHEMA_DIALECT,
-        "$id": SCHEMA_ID,
-        **ModelSpec.model_json_schema(),
-        "title": "llm-inventory model description",
-    }
+    if what == "fleet":
+        from llm_inventory.spec.fleet import fleet_schema
+
+        document = fleet_schema()
+    elif what == "model":
+        from llm_inventory.spec.model import ModelSpec
+
+        document = {
+            "$schema": SCHEMA_DIALECT,
+            "$id": SCHEMA_ID,
+            **ModelSpec.model_json_schema(),
+            "title": "llm-inventory model description",
+        }
+    else:
+        raise InputError("schema", f"unknown schema {what!r}; use model or fleet")
     result = RootModel[dict[str, Any]](document)
 
     def table() -> list[Any]:

@@ -48,7 +48,10 @@ def match_program(argv: list[str]) -> tuple[ServingEngine, list[str]]:
         engine = get(name)
         for prefix in engine.programs:
             n = len(prefix)
-            if tuple(words[:n]) == prefix and (best is None or n > best[0]):
+            if tuple(words[:n]) == prefix and (
+                    best is None or n > best[0]
+                    # a fork installing the same programs claims the lines that are its own
+                    or (n == best[0] and engine.claims_launch(argv))):
                 best = (n, engine)
     if best is None:
         known = sorted({" ".join(p) for name in names() for p in get(name).programs})

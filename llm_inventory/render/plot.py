@@ -69,7 +69,8 @@ def placement_series(results: list[PlacementResult], capacities: list[list[Capac
 
 def memory_rows(results: list[PlacementResult], limit: int = 20) -> \
         list[tuple[str, tuple[int, int, int, int], int]]:
-    """(label, (weights, reserve, KV pool, free), device bytes) per bar."""
+    """(label, (weights, reserve, KV pool, free), device bytes) per bar; what other
+    processes hold (`--used`) is neither, and stays blank at the bar's end."""
     if len(results) == 1:
         picked = [(f"{i}. {_split(p)}", p) for i, p in
                   enumerate(results[0].plans[:limit or None], start=1)]
@@ -82,7 +83,7 @@ def memory_rows(results: list[PlacementResult], limit: int = 20) -> \
         if d is None:
             continue
         kv = max(0, d.kv_pool_bytes)
-        free = max(0, d.memory_bytes - d.weight_bytes - d.reserve_bytes - kv)
+        free = max(0, d.memory_bytes - d.weight_bytes - d.reserve_bytes - kv - d.others_bytes)
         rows.append((label, (d.weight_bytes, d.reserve_bytes, kv, free), d.memory_bytes))
     return rows
 

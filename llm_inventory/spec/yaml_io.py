@@ -232,3 +232,20 @@ def load_mapping(path: Path, *, limit: int = MAX_FILE_BYTES) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(label, f"expected a mapping at the top level, got {type(data).__name__}")
     return data
+
+
+def item_lines(text: str, key: str) -> list[int]:
+    """The 1-based line where each item of the top-level `key` list starts, for messages
+    and annotations that point at an entry; [] when the document has no such list. Call it
+    on text `parse_yaml` has already read (and so bounded)."""
+    try:
+        node = yaml.compose(text, _Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError:
+        return []
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    for name, value in node.value:
+        if isinstance(name, yaml.ScalarNode) and name.value == key \
+                and isinstance(value, yaml.SequenceNode):
+            return [item.start_mark.line + 1 for item in value.value]
+    return []

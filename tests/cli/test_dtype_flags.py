@@ -44,6 +44,7 @@ def test_each_dtype_flag_means_one_thing_everywhere() -> None:
         "recommend": {"--dtype": found["recommend"]["--dtype"],
                       "--kv-dtype": found["recommend"]["--kv-dtype"]},
         "route": {"--activation-dtype": found["route"]["--activation-dtype"]},
+        "engines": {"--kv-dtype": found["engines"]["--kv-dtype"]},
     }
     for flags in found.values():
         for flag, help_text in flags.items():

@@ -191,8 +191,9 @@ def test_unresolvable_hub_ids_say_so(invoke: Invoke) -> None:
 def test_engines_lists_every_era(invoke: Invoke) -> None:
     data = invoke("engines", "--format", "json").json()
     eras = [(e["engine"], e["lowest"], e["default"]) for e in data["engines"]]
-    assert eras[:3] == [("vllm", "0.21", True), ("vllm", "0.11", False),
-                        ("vllm", "0.2", False)]
+    assert eras[:6] == [("vllm", "0.28", True), ("vllm", "0.26", False),
+                        ("vllm", "0.25.1", False), ("vllm", "0.21", False),
+                        ("vllm", "0.11", False), ("vllm", "0.2", False)]
     assert len(data["engines"]) >= len(serving.ERAS)
     for era in data["engines"]:
         assert era["rules"] and all(r["source"] for r in era["rules"])

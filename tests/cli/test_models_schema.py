@@ -94,7 +94,8 @@ def test_models_detail_table_keeps_brackets(invoke: Invoke) -> None:
         (["models", "llama-3.1-70b", "extra"], "unexpected extra argument"),
         (["models", "--no-such-flag"], "--no-such-flag"),
         (["schema", "--format", "csv"], "--format"),
-        (["schema", "extra"], "unexpected extra argument"),
+        (["schema", "extra"], "unknown schema 'extra'; use model or fleet"),
+        (["schema", "fleet", "extra"], "unexpected extra argument"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(invoke: Invoke, args: list[str], needle: str) -> None:

@@ -30,7 +30,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # Module names under this package, in the order tables list their kinds.
-BUILT_IN = ("full", "sliding", "chunked", "mla", "indexed_mla", "indexed_gqa", "swa_kv", "csa",
+BUILT_IN = ("full", "sliding", "chunked", "mla", "indexed_mla", "packed_mla", "indexed_gqa",
+            "swa_kv", "csa",
             "hca", "cross", "shared", "cla", "mamba", "gdn", "kda", "lightning", "short_conv",
             "mlp_only")
 

@@ -83,6 +83,9 @@ class Kind:
     reads_encoder: ClassVar[bool] = False  # attends to an encoder's output, not the text
     holds_tokens: ClassVar[bool] = True  # "tokens held" means something for this kind
     joint_latent: ClassVar[bool] = False  # one joint K/V latent entry per token (MLA)
+    # DeepSeek sparse attention over an MLA latent: vLLM serves it with FlashMLA's sparse
+    # backend, in blocks of 64 tokens
+    sparse_mla: ClassVar[bool] = False
     # vLLM V1 keeps this kind's fixed state in pages of the KV block pool (a `MambaSpec`
     # layer), not beside it: see `engine/serving/paged.py`.
     paged_state: ClassVar[bool] = False
@@ -172,6 +175,13 @@ class Kind:
         return self.state + (f" ({window:,})" if window else "")
 
     # --- a paged cache (vLLM's allocator) --------------------------------------------------
+
+    def sparse_record(self, layer: StateLayer, stack: Stack, layout: str
+                      ) -> StateLayer | None:
+        """`layer` as an engine keeps it in a packed sparse-attention record `layout` (vLLM's
+        `fp8_ds_mla`, `nvfp4_ds_mla`; see `kinds/packed_mla.py`); None: this kind has none
+        and keeps its state at the KV cache's dtype."""
+        return None
 
     def page_group(self, window: int | None) -> tuple[str, int | None]:
         """The key layers share a block table under: kinds that page alike (same tokens held

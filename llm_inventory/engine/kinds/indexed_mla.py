@@ -63,6 +63,7 @@ def indexer_tensors(prefix: str, stack: Stack, q_rank: int) -> Iterator[Entry]:
 
 class IndexedLatentAttention(LatentAttention):
     name = "indexed_mla"
+    sparse_mla = True
     release = ("held until the sequence ends (one latent and one indexer key per token; "
                "the indexer only picks which entries a token reads)")
 
@@ -102,6 +103,17 @@ class IndexedLatentAttention(LatentAttention):
         return [*super().shape_rules(stack), ShapeRule(
             "indexer query width (index heads × index head_dim)",
             re.compile(_L + r"self_attn\.indexer\.wq_b\.weight$"), 0, ix.heads * ix.head_dim)]
+
+    def sparse_record(self, layer: StateLayer, stack: Stack, layout: str
+                      ) -> StateLayer | None:
+        """The layer in vLLM's packed record (`kinds/packed_mla.py`): the rope part of the
+        latent in `k_head_dim`, the record's number format as the layer's dtype."""
+        from llm_inventory.engine.kinds.packed_mla import LAYOUTS
+
+        if layout not in LAYOUTS:
+            return None
+        return layer.model_copy(update={"kind": "packed_mla", "dtype": LAYOUTS[layout],
+                                         "k_head_dim": _mla(stack).qk_rope_head_dim})
 
     def token_elements(self, layer: StateLayer, tp: int = 1) -> int:
         return layer.latent_dim + layer.index_dim

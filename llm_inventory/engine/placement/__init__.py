@@ -60,6 +60,25 @@ def _check_pins(request: PlacementRequest) -> None:
                          f"{request.count}")
 
 
+def _check_partition(spec: ModelSpec, request: PlacementRequest, facts: ModelFacts) -> None:
+    """A layer partition is the engine's (vLLM's VLLM_PP_LAYER_PARTITION): one positive
+    count per stage of the pinned pp, summing to the layers, as get_pp_indices
+    (vllm/distributed/utils.py) requires."""
+    partition = request.pp_layer_partition
+    if partition is None:
+        return
+    name = facts.engine.layer_partition
+    if name is None:
+        raise InputError("pp_layer_partition", f"{facts.engine.label} takes no layer "
+                         "partition; vLLM does (VLLM_PP_LAYER_PARTITION)")
+    if request.pp != len(partition):
+        raise InputError("pp_layer_partition", f"{name} gives {len(partition)} stages; pin "
+                         f"--pp {len(partition)}")
+    if any(n < 1 for n in partition) or sum(partition) != facts.layers:
+        raise InputError("pp_layer_partition", f"{name} must give every stage at least one "
+                         f"layer and {facts.layers} in all, got {sum(partition)}")
+
+
 def _judge_all(facts: ModelFacts) -> list[Sized]:
     """Every candidate shape, judged; legal ones (and the per-TP rows) sized."""
     judge = Judge(facts)
@@ -103,6 +122,7 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
     """
     _check_pins(request)
     facts = model_facts(spec, request)
+    _check_partition(spec, request, facts)
     judged = _judge_all(facts)
     legal = [s for s in judged if s.legal]
     disaggregated = _variants(facts, legal)
@@ -110,6 +130,8 @@ def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResul
     reporter = Reporter(facts)
     plans = [reporter.plan(s) for s in legal]
     notes = context_notes(spec, facts.context)
+    if facts.engine.release_warning:
+        notes.append(facts.engine.release_warning)
     limit = facts.engine.context_limit(spec)
     refusal = None
     if limit is not None and facts.context > limit and not request.allow_long_context:

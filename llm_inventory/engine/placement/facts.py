@@ -84,7 +84,11 @@ class ModelFacts:
         """Layer index ranges of each stage, as the engine partitions them; past the layer
         count (illegal, still sized) one layer per stage and empty stages after."""
         if pp not in self._ranges:
+            partition = self.request.pp_layer_partition
             own = self.engine.stage_ranges(self.layers, pp, self.settings)
+            if partition is not None and len(partition) == pp:
+                starts = [sum(partition[:i]) for i in range(pp)]
+                own = [range(a, a + n) for a, n in zip(starts, partition, strict=True)]
             if own is not None:
                 self._ranges[pp] = own
             elif pp > self.layers:
@@ -199,6 +203,7 @@ class ModelFacts:
                 mla=s is not None and s.mla is not None,
                 heads=(s.heads or 0) // tp if s is not None else 0,
                 head_dim=s.k_dim if s is not None else 0, model_layers=self.layers,
+                fixed_state=any(not kinds.get(run.kind).grows for run in self.state),
             )
         return found
 
@@ -302,7 +307,8 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     if own is not None:  # the engine's own cache type: its flags ask for it (flags given win)
         request = request.model_copy(update={
             "kv_dtype": None, "engine_flags": {**own, **request.engine_flags}})
-    kv = kv_dtype(spec, request.kv_dtype)
+    kv = kv_dtype(spec, request.kv_dtype, serving=False)
+    engine.check_kv_dtype(kv, spec, device)
     context = request.context
     if context is None:
         limit = engine.context_limit(spec)

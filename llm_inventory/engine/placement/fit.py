@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from llm_inventory.engine.placement.candidates import Shape
 from llm_inventory.engine.placement.facts import ModelFacts
-from llm_inventory.engine.serving.base import PoolLayout, ReserveEstimate
+from llm_inventory.engine.serving.base import Occupied, PoolLayout, ReserveEstimate
 
 
 @dataclass
@@ -34,6 +34,8 @@ class Sized:
     concurrency: float | None
     fits: bool
     experts_per_rank: list[int] | None
+    others: int = 0  # bytes other processes hold on the busiest device the plan uses
+    refused: str | None = None  # the engine's start-up error on that device, if any
 
     @property
     def legal(self) -> bool:
@@ -66,37 +68,80 @@ def replicas(facts: ModelFacts, shape: Shape) -> int:
     return count // shape.devices
 
 
+def devices_used(shape: Shape, dp: int) -> int:
+    """Devices a plan occupies: its replicas, the encoder's device, both P/D pools."""
+    used = shape.devices * dp
+    if shape.disaggregation == "encoder":
+        used += 1
+    if shape.disaggregation == "prefill/decode":
+        used *= 2
+    return used
+
+
+def busiest(used_bytes: list[int], count: int, devices: int) -> int:
+    """Bytes other processes hold on the busiest of the `devices` least-occupied of `count`
+    devices: a plan takes the freest devices, and its busiest one binds (every replica is
+    sized by it, as a tensor-split engine fails on its fullest card)."""
+    if not used_bytes:
+        return 0
+    ranked = sorted(used_bytes[:count] + [0] * max(0, count - len(used_bytes)))
+    return ranked[min(devices, count) - 1]
+
+
+def occupancy(facts: ModelFacts, shape: Shape, pools: list[int]
+              ) -> tuple[int, int, Occupied | None]:
+    """The replicas a shape keeps on devices other processes partly hold, the bytes held on
+    the busiest device they use, and what the engine makes of it: as many replicas as the
+    devices allow, less those whose devices would make the engine refuse to start or leave
+    a stage no pool (the busiest devices are left out first)."""
+    dp = replicas(facts, shape)
+    used, count = facts.request.used_bytes, facts.request.count
+    if not any(used):
+        return dp, 0, None
+    for keep in range(dp, 0, -1):
+        others = busiest(used, count, max(shape.devices, devices_used(shape, keep)))
+        occupied = facts.engine.occupied(facts.request.device, facts.settings, others)
+        if occupied.error is None and all(p - occupied.pool_loss_bytes > 0 for p in pools):
+            return keep, others, occupied
+    others = busiest(used, count, max(shape.devices, devices_used(shape, max(dp, 1))))
+    return dp, others, facts.engine.occupied(facts.request.device, facts.settings, others)
+
+
 def size(facts: ModelFacts, shape: Shape, reasons: list[str], warnings: list[str]) -> Sized:
     """Memory of every stage of `shape`, the binding stage, and whether the workload fits."""
     tp, pp, ep = shape.tp, shape.pp, shape.ep
     weights = facts.stage_weights(tp, pp, ep)
     ranges = facts.ranges(pp)
-    reserves, layouts, measures, pools = [], [], [], []
-    for index, stage in enumerate(ranges):
-        reserve = facts.reserve(tp, pp, ep, index)
-        pool = facts.engine.pool_bytes(facts.request.device, facts.settings,
-                                       facts.stage_shape(tp, pp, ep, index), weights[index],
-                                       reserve)
-        layout = facts.pool_layout(tp, stage.start, stage.stop)
-        reserves.append(reserve)
-        pools.append(pool)
-        layouts.append(layout)
-        measures.append(layout.measure(pool))
+    reserves = [facts.reserve(tp, pp, ep, index) for index in range(len(ranges))]
+    pools = [facts.engine.pool_bytes(facts.request.device, facts.settings,
+                                     facts.stage_shape(tp, pp, ep, index), weights[index],
+                                     reserves[index])
+             for index in range(len(ranges))]
+    dp, others, occupied = occupancy(facts, shape, pools)
+    if occupied is not None:
+        pools = [pool - occupied.pool_loss_bytes for pool in pools]
+        left_out = replicas(facts, shape) - dp
+        if left_out > 0 and occupied.error is None:
+            warnings = [*warnings, f"{left_out} replica{'s' if left_out > 1 else ''} fewer: "
+                        "other processes hold too much of the busiest devices"]
+    layouts = [facts.pool_layout(tp, stage.start, stage.stop) for stage in ranges]
+    measures = [layout.measure(pool) for layout, pool in zip(layouts, pools, strict=True)]
     binding = facts.engine.binding_stage(measures, layouts, pools)
     stateful = [m[2] for m, lay in zip(measures, layouts, strict=True) if lay.keeps_state]
     concurrency = min(stateful) if facts.state and stateful else None
-    sized = Sized(shape=shape, dp=replicas(facts, shape), reasons=reasons, warnings=warnings,
+    sized = Sized(shape=shape, dp=dp, reasons=reasons, warnings=warnings,
                   weights=weights, reserves=reserves, layouts=layouts, measures=measures,
                   pools=pools, ranges=ranges, binding=binding, concurrency=concurrency,
                   fits=False,
                   experts_per_rank=facts.expert_counts(ep) if facts.experts and ep > 1
-                  else None)
+                  else None, others=others,
+                  refused=occupied.error if occupied is not None else None)
     sized.fits = fits(facts, sized)
     return sized
 
 
 def fits(facts: ModelFacts, sized: Sized) -> bool:
-    if sized.reasons or sized.dp < 1 or not all(p > 0 for p in sized.pools):
+    if sized.reasons or sized.dp < 1 or sized.refused or not all(p > 0 for p in sized.pools):
         return False
     if not facts.state or sized.concurrency is None:
         return True
@@ -108,6 +153,8 @@ def variant(facts: ModelFacts, base: Sized, kind: str) -> Sized:
     """A disaggregated variant of a sized shape: the same devices per replica, its own
     replica count (sized like the base: each pool holds the same weights)."""
     shape = Shape(tp=base.shape.tp, pp=base.shape.pp, ep=base.shape.ep, disaggregation=kind)
+    if facts.request.used_bytes:  # it occupies other devices, maybe busier ones: size afresh
+        return size(facts, shape, list(base.reasons), list(base.warnings))
     copy = Sized(shape=shape, dp=replicas(facts, shape), reasons=list(base.reasons),
                  warnings=list(base.warnings), weights=base.weights, reserves=base.reserves,
                  layouts=base.layouts, measures=base.measures, pools=base.pools,
@@ -123,6 +170,8 @@ def why_not(facts: ModelFacts, sized: Sized) -> str | None:
         return None
     if sized.dp < 1:
         return f"a replica needs more than the {facts.request.count} devices given"
+    if sized.refused:
+        return f"the engine stops at start-up: {sized.refused}"
     if any(p <= 0 for p in sized.pools):
         return "the weights leave no room for the KV cache"
     if sized.concurrency is not None and sized.concurrency < 1:

@@ -62,6 +62,11 @@ class PlacementRequest(BaseModel):
     limit: int | None = Field(default=None, ge=0)  # None or 0: every plan
     batch: int | None = Field(default=None, ge=1)  # decode batch for timings (default: fit)
     prompt_tokens: int | None = Field(default=None, ge=1)  # prefill length for timings
+    # layers per pipeline stage, as VLLM_PP_LAYER_PARTITION gives them (None: the engine's
+    # own even partition); needs `pp` pinned to its length and an engine that takes one
+    pp_layer_partition: list[int] | None = Field(default=None, max_length=65_536)
+    # memory other processes already hold on device i (bytes); devices not listed hold none
+    used_bytes: list[int] = Field(default_factory=list, max_length=65_536)
     efficiency: Efficiency = Efficiency()  # of the roofline bound kept beside the estimate
     calibration: Calibration | None = None  # the time model's constants (None: packaged)
 
@@ -92,6 +97,8 @@ class DeviceFit(BaseModel):
     kv_bytes_per_token: int
     state_bytes_per_sequence: int  # one request at `context` on this device
     workload_bytes: int  # `concurrency` requests at `context`
+    others_bytes: int = 0  # memory other processes hold on this device (`used_bytes`)
+    others_error: str | None = None  # the engine refuses to start beside them, in its words
     # engines that keep each request's state in slots apart from the tokens (SGLang's Mamba
     # pool): the slots (a cap on concurrency), their bytes inside kv_pool_bytes, the flag
     # that sets them, and the count at which slots and tokens hold the most requests

@@ -8,6 +8,7 @@ import math
 from llm_inventory.engine.experts import expected_distinct_experts
 from llm_inventory.engine.placement.facts import ModelFacts
 from llm_inventory.engine.placement.fit import Sized, why_not
+from llm_inventory.engine.placement.fit import devices_used as fit_devices_used
 from llm_inventory.engine.placement.models import (
     DeviceFit,
     HostFit,
@@ -75,11 +76,7 @@ class Reporter:
             fits_context = (sized.concurrency or 0) >= 1
             if not fits_context:
                 longest = self.longest_context(sized)
-        devices_used = shape.devices * sized.dp
-        if shape.disaggregation == "encoder":
-            devices_used += 1
-        if shape.disaggregation == "prefill/decode":
-            devices_used *= 2
+        devices_used = fit_devices_used(shape, sized.dp)
         warnings = list(sized.warnings)
         idle = max(0, request.count - devices_used)
         if idle and sized.legal:
@@ -118,6 +115,8 @@ class Reporter:
                 kv_bytes_per_token=cap.bytes_per_token,
                 state_bytes_per_sequence=per_seq,
                 workload_bytes=per_seq * request.concurrency,
+                others_bytes=sized.others,
+                others_error=sized.refused,
                 **_slots(cap, facts.engine.state_slots_knob),
             ),
             stages=[StageFit(stage=i, layers=len(sized.ranges[i]),
@@ -131,7 +130,7 @@ class Reporter:
             kv_handover_bytes=handover,
             timing=timing,
             startup=self.startup_lines(sized, report.lines) if report is not None else [],
-            startup_error=report.error if report is not None else None,
+            startup_error=sized.refused or (report.error if report is not None else None),
             host=self.host(sized),
         )
 

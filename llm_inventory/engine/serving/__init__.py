@@ -7,6 +7,7 @@ its name. `--engine NAME@VERSION` picks the era whose range holds VERSION.
 
 from __future__ import annotations
 
+import copy
 import importlib
 
 from llm_inventory.engine.serving.base import (
@@ -25,6 +26,9 @@ from llm_inventory.errors import InputError
 # (engine name, lowest version, module), newest era of each engine first; the first era of
 # an engine is its default. Versions compare as dotted integers.
 ERAS: tuple[tuple[str, str, str], ...] = (
+    ("vllm", "0.28", "vllm_v28"),
+    ("vllm", "0.26", "vllm_v26"),
+    ("vllm", "0.25.1", "vllm_v25"),
     ("vllm", "0.21", "vllm_v21"),
     ("vllm", "0.11", "vllm"),
     ("vllm", "0.2", "vllm_v0"),
@@ -40,7 +44,8 @@ ERAS: tuple[tuple[str, str, str], ...] = (
     ("llamacpp", "7880", "llamacpp"), ("llamacpp", "7000", "llamacpp_b7000"),
     ("llamacpp", "5913", "llamacpp_b5913"), ("llamacpp", "5300", "llamacpp_b5300"),
     ("llamacpp", "2862", "llamacpp_b2862"), ("ik_llama", "1", "llamacpp_ik"),
-    ("trtllm", "1.0", "trtllm"), ("trtllm", "0.9", "trtllm_engine_path"),
+    ("trtllm", "1.1", "trtllm_v11"), ("trtllm", "1.0", "trtllm"),
+    ("trtllm", "0.9", "trtllm_engine_path"),
 )
 
 _loaded: dict[str, ServingEngine] = {}
@@ -93,9 +98,23 @@ def get(spec: str = "vllm", field: str = "engine") -> ServingEngine:
     wanted = _version(version, field)
     for low, module in eras:
         if wanted >= _version(low, field):
-            return _module(module).at_version(version.strip().lstrip("v"))
+            engine = _module(module).at_version(version.strip().lstrip("v"))
+            newest = _module(eras[0][1])
+            if wanted > _version(newest.version, field):
+                return _beyond(engine, version.strip().lstrip("vb"), newest)
+            return engine
     lowest = eras[-1][0]
     raise InputError(field, f"{name} {version} predates the releases modelled (from {lowest})")
+
+
+def _beyond(engine: ServingEngine, asked: str, newest: ServingEngine) -> ServingEngine:
+    """`engine` answering for a release newer than the newest one its eras were read from
+    (the newest era's default `version`), with a warning that says so."""
+    found = copy.copy(engine)
+    found.release_warning = (
+        f"{newest.name} {asked} is newer than the newest release modelled ({newest.version}); "
+        f"answered with {newest.label}'s rules, which may have changed since")
+    return found
 
 
 def era_ranges() -> list[tuple[ServingEngine, str, str | None]]:

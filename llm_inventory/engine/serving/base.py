@@ -132,6 +132,15 @@ class ReserveEstimate(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
+class Occupied:
+    """Memory other processes hold on a device, as one engine meets it: what its KV pool
+    loses (bytes) and the error it stops with at start-up (None: it starts)."""
+
+    pool_loss_bytes: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class KvLayer:
     """One layer's state on one device: its kind, window and bytes per token (or fixed)."""
 
@@ -260,6 +269,7 @@ class StageShape:
     mla: bool = False  # the stage's attention keeps an MLA latent (some engines reserve more)
     layers: int = 0  # decoder layers on this stage
     device_memory_bytes: int = 0  # the device's total memory, as the runtime reports it
+    fixed_state: bool = False  # the model keeps fixed-size state (Mamba, linear attention)
 
 
 @dataclass(frozen=True)
@@ -298,6 +308,9 @@ class ServingEngine(ABC):
     # rather than sizing a pool from memory: the sequences a device can hold are then its
     # room over one sequence's state, whatever one launch allocated
     kv_from_context: ClassVar[bool] = False
+    # set on the copy `serving.get` returns for a release newer than the newest one read:
+    # the newest era answers for it, and says so (None: a release inside the eras read)
+    release_warning: str | None = None
 
     # --- settings and model facts ---------------------------------------------------------
 
@@ -450,6 +463,25 @@ class ServingEngine(ABC):
         names, any devices beyond it running replicas)."""
         return command
 
+    # How the engine is told its layers per pipeline stage (None: it takes no partition)
+    layer_partition: ClassVar[str | None] = None
+
+    # Whether the memory budget (its fraction) bounds all the engine holds on a device, so
+    # instances can share a device by their fractions (vLLM: total × gpu_memory_utilization
+    # covers weights, activations, CUDA graphs and KV); SGLang's fraction bounds weights
+    # and KV only, its activations and graphs taking the rest.
+    budget_bounds_use: ClassVar[bool] = False
+
+    def occupied(self, device: Device, settings: EngineSettings,
+                 others_bytes: int) -> Occupied:
+        """What memory other processes already hold on the device does to this engine: the
+        bytes its pool loses and the error it stops with, if any. By default the engine
+        budgets its fraction of the memory it finds free (SGLang's mem_fraction_static of the
+        free memory at init, TensorRT-LLM's free_gpu_memory_fraction), so the pool loses
+        that fraction of what the others hold; an engine that budgets its total overrides
+        this."""
+        return Occupied(pool_loss_bytes=int(others_bytes * settings.memory_fraction))
+
     def context_fallback(self, capacity: KvCapacity, settings: EngineSettings) -> str | None:
         """What the engine does instead of failing when one request at the context does not
         fit, in a phrase (None: it refuses, or the request fits)."""
@@ -477,6 +509,22 @@ class ServingEngine(ABC):
                              error=self.startup_error(capacity, pool_bytes, settings))
 
     # --- versions -------------------------------------------------------------------------
+
+    def check_kv_dtype(self, kv_dtype: str, spec: ModelSpec, device: Device) -> None:
+        """InputError when the engine cannot keep `spec`'s cache in `kv_dtype` on `device`;
+        by default no cache below 8 bits."""
+        from llm_inventory.errors import InputError
+        from llm_inventory.units import DTYPE_BITS
+
+        if DTYPE_BITS[kv_dtype] < 8:
+            raise InputError("kv_dtype", f"{kv_dtype} is not a KV cache dtype {self.label} "
+                             "offers; use bf16, fp16, fp8 or fp32")
+
+    def claims_launch(self, argv: list[str]) -> bool:
+        """Whether a command line that starts with one of `programs` is this engine's rather
+        than an engine registered before it with the same programs (a fork's own flags or
+        path); False by default."""
+        return False
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);

@@ -19,9 +19,11 @@ source (ggml-org/llama.cpp):
   slots; before, flash attention off, no layer offloaded and one slot; from b7880 `-c 0`
   (the model's training context), before 4096. These defaults arrived between eras' first
   builds; each era answers as its first build does. ik_llama.cpp: `-fa` on, `-mla 3`, no
-  layer offloaded (`gpt_params`, common/common.h). llama-server's `--fit` (from about
-  b7400), which lowers settings the user left out to fit free memory, is not modelled:
-  the settings are taken as given.
+  layer offloaded (`gpt_params`, common/common.h). `--fit` (on by default from about
+  b7400; modelled in the b7880 era): when the command leaves `-c` out, the context is
+  lowered to the longest whose caches leave `--fit-target` (1024 MiB) free, not below
+  `--fit-ctx` (4096); `-c N` and `-c 0` are kept. Its other move, layers and experts to
+  the CPU, is not modelled: below `--fit-ctx` the start-up error stands.
 - Compute buffers: the worst-case graph at `n_ubatch` tokens (`llama_context::graph_reserve`)
   — an estimate: the largest of the f32 logits (the device holding the output), the f32
   score matrix n_kv × n_ubatch × heads without flash attention, and the widest MLP
@@ -43,6 +45,7 @@ from llm_inventory.engine.serving.base import (
     KvLayer,
     LaunchCommand,
     LaunchSettings,
+    Occupied,
     PoolLayout,
     ReserveEstimate,
     ServingEngine,
@@ -69,7 +72,8 @@ ALL = -1  # n_gpu_layers: every layer
 
 FLAGS = ("ctx_size", "n_gpu_layers", "cache_type_k", "cache_type_v", "parallel",
          "ubatch_size", "batch_size", "flash_attn", "swa_full", "n_cpu_moe", "tensor_split",
-         "split_mode", "kv_unified", "mla_use")
+         "split_mode", "kv_unified", "mla_use", "fit", "fit_target", "fit_ctx",
+         "context_left_out")
 
 
 def _f32(x: float) -> float:
@@ -146,6 +150,11 @@ class LlamaCpp(ServingEngine):
          "src/llama-model.cpp llama_model::load_tensors; common/arg.cpp"),
         ("compute buffers: worst-case graph at n_ubatch (estimate: logits, score matrix, "
          "MLP activations)", "src/llama-context.cpp llama_context::graph_reserve"),
+        ("--fit (on from the b7880 era): a context the command leaves out is lowered to the "
+         "longest that leaves --fit-target (1024 MiB) free, not below --fit-ctx (4096); "
+         "-c N and -c 0 are kept; its layer moves to the CPU are not modelled",
+         "common/fit.cpp common_fit_params (earlier src/llama.cpp llama_params_fit); "
+         "common/arg.cpp; common/common.h common_params fit_params*"),
     )
     disaggregates = False
 
@@ -179,6 +188,12 @@ class LlamaCpp(ServingEngine):
             "flash_attn": "auto" if modern else ("on" if ik else "off"),
             "swa_full": False, "n_cpu_moe": 0, "tensor_split": "", "split_mode": "layer",
             "mla_use": 3 if ik else 0,
+            # `--fit` (common/common.h `common_params`: fit_params on, fit_params_target
+            # 1024 MiB a device, fit_params_min_ctx 4096), upstream from b7880's era
+            "fit": cls.upstream(7880), "fit_target": 1024, "fit_ctx": 4096,
+            # the command line gives no -c (set by `parse_llamacpp`): the context --fit may
+            # lower; placement's --context is a -c
+            "context_left_out": False,
         }
 
     # --- settings -------------------------------------------------------------------------
@@ -208,8 +223,15 @@ class LlamaCpp(ServingEngine):
             raise InputError("flash_attn", f"{flags['flash_attn']!r}: use on, off or auto")
         flags["flash_attn"] = fa
         for key in ("n_gpu_layers", "parallel", "ubatch_size", "batch_size", "n_cpu_moe",
-                    "ctx_size", "mla_use"):
+                    "ctx_size", "mla_use", "fit_ctx"):
             flags[key] = _integer(flags[key], key)
+        flags["fit"] = _on_off(flags["fit"], "fit")
+        flags["fit_target"] = _fit_target(flags["fit_target"])
+        # --fit lowers only the context the command leaves out (`-c 0` asks for the full
+        # context: fit_params_min_ctx = UINT32_MAX, common/arg.cpp)
+        flags["context_left_out"] = _on_off(flags["context_left_out"], "context_left_out")
+        flags["fit_context"] = bool(flags["fit"]) and bool(flags["context_left_out"]) \
+            and "ctx_size" not in asked.flags
         if int(flags["parallel"]) < 1:
             raise InputError("parallel", "needs at least one sequence")
         flags["ubatch_size"] = min(int(flags["ubatch_size"]), int(flags["batch_size"]))
@@ -374,8 +396,34 @@ class LlamaCpp(ServingEngine):
 
     def pool_bytes(self, device: Device, settings: EngineSettings, shape: StageShape,
                    weight_bytes: int, reserve: ReserveEstimate) -> int:
-        """Room the device leaves for the caches (llama.cpp asks for a fixed amount)."""
-        return device.memory_bytes - weight_bytes - reserve.reserve_bytes
+        """Room the device leaves for the caches (llama.cpp asks for a fixed amount); when
+        `--fit` may lower the context, less the margin it keeps free on each device
+        (`--fit-target`, 1024 MiB)."""
+        room = device.memory_bytes - weight_bytes - reserve.reserve_bytes
+        if settings.flags.get("fit_context"):
+            room -= int(settings.flags["fit_target"]) * MIB
+        return room
+
+    def context_fallback(self, capacity: KvCapacity, settings: EngineSettings) -> str | None:
+        """`--fit` (on by default; `common_fit_params`, common/fit.cpp, earlier
+        `llama_params_fit`, src/llama.cpp): when the command leaves the context out and
+        the caches do not fit with the margin kept free, n_ctx is lowered to what fits,
+        not below `--fit-ctx` (4096). Below that it moves layers to the CPU instead, which
+        is not modelled: the start-up error stands."""
+        if not settings.flags.get("fit_context") or capacity.max_concurrency >= 1:
+            return None
+        longest = capacity.longest_context or 0
+        if longest < int(settings.flags["fit_ctx"]):
+            return None
+        return (f"--fit lowers n_ctx to {longest:,} per sequence, the longest context that "
+                f"leaves {settings.flags['fit_target']} MiB free (llama-server does when -c "
+                "is not given)")
+
+    def occupied(self, device: Device, settings: EngineSettings,
+                 others_bytes: int) -> Occupied:
+        """llama.cpp budgets no fraction: it allocates what it needs, so every byte other
+        processes hold is a byte less room for the caches."""
+        return Occupied(pool_loss_bytes=max(0, others_bytes))
 
     # --- its command line -----------------------------------------------------------------
 
@@ -421,6 +469,8 @@ class LlamaCpp(ServingEngine):
                       settings: EngineSettings) -> str | None:
         resolved = self.resolved(settings.flags)
         func = "llama_init_from_model" if self.upstream(4500) else "llama_new_context_with_model"
+        if self.context_fallback(capacity, settings) is not None:
+            return None
         if kv.v_quantized_without_fa(resolved):
             return f"{func}: V cache quantization requires flash_attn"
         need = capacity.kv_bytes or 0
@@ -574,6 +624,9 @@ _OPTIONS: dict[str, tuple[str, bool]] = {
     "-kvu": ("kv_unified", False), "--kv-unified": ("kv_unified", False),
     "-no-kvu": ("no_kv_unified", False), "--no-kv-unified": ("no_kv_unified", False),
     "-mla": ("mla_use", True), "--mla-use": ("mla_use", True),
+    "-fit": ("fit", True), "--fit": ("fit", True),
+    "-fitt": ("fit_target", True), "--fit-target": ("fit_target", True),
+    "-fitc": ("fit_ctx", True), "--fit-ctx": ("fit_ctx", True),
 }
 _FA_VALUES = ("on", "off", "auto", "1", "0", "true", "false")
 
@@ -582,9 +635,13 @@ def _typed_flags(values: dict[str, FlagValue]) -> dict[str, FlagValue]:
     """The command's values as the engine's settings take them; InputError for a bad one."""
     flags: dict[str, FlagValue] = {}
     for key in ("ctx_size", "n_gpu_layers", "parallel", "ubatch_size", "batch_size",
-                "n_cpu_moe", "mla_use"):
+                "n_cpu_moe", "mla_use", "fit_ctx"):
         if key in values:
             flags[key] = _integer(values[key], key)
+    if "fit" in values:
+        flags["fit"] = _on_off(values["fit"], "fit")
+    if "fit_target" in values:
+        flags["fit_target"] = _fit_target(values["fit_target"])
     for key in ("cache_type_k", "cache_type_v"):
         if key in values:
             flags[key] = kv_cache_type(str(values[key]), key)
@@ -611,6 +668,24 @@ def _typed_flags(values: dict[str, FlagValue]) -> dict[str, FlagValue]:
     if values.get("no_kv_unified"):
         flags["kv_unified"] = False
     return flags
+
+
+def _on_off(value: FlagValue, field: str) -> bool:
+    """`on`/`off` (and true/false, 1/0) as a switch; InputError for anything else."""
+    text = str(value).strip().lower()
+    if text in ("on", "true", "1"):
+        return True
+    if text in ("off", "false", "0"):
+        return False
+    raise InputError(field, f"{value!r}: use on or off")
+
+
+def _fit_target(value: FlagValue) -> int:
+    """`--fit-target` MiB: one value, or one a device (the largest margin is kept here)."""
+    parts = [p.strip() for p in str(value).split(",") if p.strip()]
+    if not parts:
+        raise InputError("fit_target", "give the MiB to keep free on each device")
+    return max(_integer(p, "fit_target") for p in parts)
 
 
 def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
@@ -660,6 +735,8 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
         flags = _typed_flags(values)
     except InputError as exc:  # name the flag as the command spelt it
         raise InputError(typed.get(exc.field, exc.field), exc.message) from None
+    if "ctx_size" not in flags:
+        flags["context_left_out"] = True
     n_seq = int(flags.get("parallel", 1))
     ctx = int(flags["ctx_size"]) if "ctx_size" in flags else None
     unified = bool(flags.get("kv_unified", n_seq == 1))

@@ -15,6 +15,9 @@ from typing import ClassVar
 
 from llm_inventory.engine.serving.llamacpp_engine import LlamaCpp
 
+IK_ONLY = frozenset({"-mla", "--mla-use", "-fmoe", "--fused-moe", "-rtr", "--run-time-repack",
+                     "-amb", "--attention-max-batch", "-ser", "--smart-expert-reduction"})
+
 
 class IkLlama(LlamaCpp):
     name = "ik_llama"
@@ -24,9 +27,17 @@ class IkLlama(LlamaCpp):
     version = "3000"
     label = "ik_llama.cpp"
     summary = ("KV = cells × K and V rows, as older llama.cpp; MLA keeps c^KV alone (-mla 2, 3)")
-    # It installs the same program names as llama.cpp; `inventory launch` reads them as
-    # llama.cpp's, and `--engine ik_llama` picks this one.
-    programs: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # It installs the same program names as llama.cpp; `inventory launch` reads a line as
+    # ik_llama.cpp's when it uses a flag upstream llama.cpp lacks or runs a binary under an
+    # ik_llama folder (`claims_launch`), and `--engine ik_llama` picks this one.
+    programs: ClassVar[tuple[tuple[str, ...], ...]] = LlamaCpp.programs
+
+    def claims_launch(self, argv: list[str]) -> bool:
+        """ik_llama.cpp's own options (`gpt_params_find_arg`, common/common.cpp): -mla,
+        -fmoe, -rtr, -amb, -ser and their long forms, none of which upstream llama.cpp
+        accepts; or a program path naming ik_llama."""
+        return "ik_llama" in argv[0].lower() or any(
+            word.split("=", 1)[0] in IK_ONLY for word in argv[1:])
 
 
 ENGINE = IkLlama()

@@ -85,6 +85,7 @@ class TokenPool(PoolLayout):
     ceil_blocks: bool  # the engine path rounds the block count up, the PyTorch path down
     max_tokens: int | None
     max_input_len: int = 1024  # the engine path's prompt bound (its shrink rule reads it)
+    round_up: bool | None = None  # blocks = ⌈tokens ÷ block⌉ (None: as `ceil_blocks`)
 
     def blocks(self, pool_bytes: int) -> int:
         if not self.per_token:
@@ -92,7 +93,7 @@ class TokenPool(PoolLayout):
         tokens = max(0, pool_bytes) // self.per_token
         if self.max_tokens is not None:
             tokens = min(tokens, self.max_tokens)
-        if self.ceil_blocks:
+        if self.ceil_blocks if self.round_up is None else self.round_up:
             return -(-tokens // self.tokens_per_block)
         return tokens // self.tokens_per_block
 
@@ -146,9 +147,9 @@ def engine_window(prompt: int, output: int, blocks: int, beam: int, block: int) 
 
 class TensorRtLlm(ServingEngine):
     name = "trtllm"
-    versions = "1.0 onward (the PyTorch backend by default, the TensorRT-engine path asked)"
-    version = "1.2"
-    label = "TensorRT-LLM 1.2"
+    versions = "1.0 (the PyTorch backend by default, the TensorRT-engine path asked)"
+    version = "1.0"
+    label = "TensorRT-LLM 1.0"
     summary = ("KV pool = free_gpu_memory_fraction × memory free after the engine and buffers "
                "or a profiling run, in blocks of tokens_per_block; max_seq_len shrinks to fit")
     rules: ClassVar[tuple[tuple[str, str], ...]] = (
@@ -178,6 +179,8 @@ class TensorRtLlm(ServingEngine):
     programs: ClassVar[tuple[tuple[str, ...], ...]] = (
         ("trtllm-serve", "serve"), ("trtllm-serve",))
     default_backend: ClassVar[str] = "pytorch"  # what --backend is when not given
+    # the PyTorch backend's block count: ⌈tokens ÷ tokens_per_block⌉ from 1.1 (trtllm_v11.py)
+    pytorch_rounds_up: ClassVar[bool] = False
 
     def __init__(self, reserve: ReserveModel | None = None) -> None:
         self.reserve_model = reserve or ReserveModel()
@@ -276,7 +279,9 @@ class TensorRtLlm(ServingEngine):
                          beam=int(settings.flags["max_beam_width"]),
                          ceil_blocks=settings.flags["backend"] == "tensorrt",
                          max_tokens=int(max_tokens) if max_tokens is not None else None,
-                         max_input_len=int(settings.flags["max_input_len"]))
+                         max_input_len=int(settings.flags["max_input_len"]),
+                         round_up=settings.flags["backend"] == "tensorrt"
+                         or self.pytorch_rounds_up)
 
     # --- its command line -----------------------------------------------------------------
 

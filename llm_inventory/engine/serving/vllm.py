@@ -29,9 +29,11 @@ Rules, each from vLLM's source:
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+from llm_inventory.engine.kinds.base import StateLayer
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     ExpertPadding,
@@ -40,6 +42,7 @@ from llm_inventory.engine.serving.base import (
     KvLayer,
     LaunchCommand,
     LaunchSettings,
+    Occupied,
     PoolLayout,
     ReserveEstimate,
     ServingEngine,
@@ -52,7 +55,7 @@ from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_res
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
-from llm_inventory.units import GIB, dtype_bits
+from llm_inventory.units import GIB, dtype_bits, normalize_dtype, parse_bytes
 
 # MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
 EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
@@ -122,6 +125,20 @@ def mxfp4_experts(version: str, device: Device | None) -> ExpertPadding:
     return EXPERTS_MARLIN
 
 
+KV_CACHE_MEMORY = "kv_cache_memory"  # --kv-cache-memory-bytes: the KV pool, in bytes
+
+
+def kv_cache_memory(value: FlagValue) -> int:
+    """`--kv-cache-memory-bytes` (or its prefix `--kv-cache-memory`) as bytes: a whole
+    number or a size (80GiB …); InputError for anything else."""
+    if isinstance(value, bool) or isinstance(value, float):
+        raise InputError(KV_CACHE_MEMORY, f"expected bytes or a size such as 8GiB, got {value!r}")
+    found = parse_bytes(value, KV_CACHE_MEMORY)
+    if found <= 0:
+        raise InputError(KV_CACHE_MEMORY, "must be more than 0 bytes")
+    return found
+
+
 def bool_flag(flags: dict[str, FlagValue], name: str) -> bool:
     """An on/off engine flag (absent: off); InputError for anything but true or false."""
     value = flags.get(name, False)
@@ -141,6 +158,10 @@ class VllmV1(ServingEngine):
     versions = "0.11–0.20 (V1 engine)"
     version = "0.19"
     label = "vLLM 0.19"
+    memory_error_names_device = False  # the start-up free-memory error names its device
+    budget_bounds_use = True  # total × gpu_memory_utilization: weights, peak, graphs, KV
+    # read by get_pp_indices (vllm/distributed/utils.py): layers per stage, comma-separated
+    layer_partition = "VLLM_PP_LAYER_PARTITION"
     summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
                "profiled activation peak, in blocks of 16 tokens; the smallest worker binds")
     rules: ClassVar[tuple[tuple[str, str], ...]] = (
@@ -175,6 +196,9 @@ class VllmV1(ServingEngine):
          "vllm/model_executor/layers/rotary_embedding get_rope"),
         ("reserve: non-torch memory, forward and sampler peaks (estimate, calibrated on 0.19 "
          "start-ups)", "llm_inventory/engine/serving/vllm_reserve.py"),
+        ("--kv-cache-memory-bytes: the KV pool is that many bytes, the utilization and the "
+         "profiled reserve not applied", "vllm/v1/worker/gpu_worker.py "
+         "Worker.determine_available_memory (cache_config.kv_cache_memory_bytes)"),
         ("stops when one request at max_model_len needs more KV than the pool, with the "
          "estimated maximum model length",
          "vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory"),
@@ -190,12 +214,16 @@ class VllmV1(ServingEngine):
     default_utilization: ClassVar[float] = 0.90
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
-        unknown = sorted(set(asked.flags) - set(self.engine_flags))
+        unknown = sorted(set(asked.flags) - set(self.engine_flags) - {KV_CACHE_MEMORY})
         if unknown:
             raise InputError("engine_flags", f"{self.label} takes "
                              + ", ".join(f"{name} (true/false)" for name in self.engine_flags)
-                             + " as engine flags; got " + ", ".join(unknown))
-        flags = {name: bool_flag(asked.flags, name) for name in self.engine_flags}
+                             + f", {KV_CACHE_MEMORY} (bytes) as engine flags; got "
+                             + ", ".join(unknown))
+        flags: dict[str, FlagValue] = {name: bool_flag(asked.flags, name)
+                                       for name in self.engine_flags}
+        if asked.flags.get(KV_CACHE_MEMORY) is not None:
+            flags[KV_CACHE_MEMORY] = kv_cache_memory(asked.flags[KV_CACHE_MEMORY])
         large = device.memory_bytes >= 70 * GIB and "a100" not in device.id
         return EngineSettings(
             max_model_len=asked.context,
@@ -216,6 +244,40 @@ class VllmV1(ServingEngine):
         from llm_inventory.engine.serving import vllm_line
 
         return vllm_line.write(plan)
+
+    # the packed sparse-MLA record each KV dtype selects (`kinds/packed_mla.py`): an fp8
+    # cache becomes `fp8_ds_mla` for DeepSeek-V3.2-style models
+    # (`DeepseekV32ForCausalLM.verify_and_update_config`, vllm/model_executor/models/
+    # config.py)
+    sparse_layouts: ClassVar[dict[str, str]] = {"fp8": "fp8_ds_mla"}
+    sparse_block: ClassVar[int] = 64  # FlashMLA sparse's block, forced for these models
+
+    def state_layers(self, spec: ModelSpec, layers: tuple[StateLayer, ...],
+                     settings: EngineSettings) -> tuple[StateLayer, ...]:
+        """Sparse MLA layers in the packed record the KV dtype selects (`sparse_layouts`);
+        the rest as the model keeps them."""
+        from llm_inventory.engine import kinds
+
+        layout = self.sparse_layouts.get(normalize_dtype(settings.kv_dtype, "kv_dtype"))
+        stack = spec.decoder
+        if layout is None or stack is None:
+            return layers
+        return tuple(kinds.get(run.kind).sparse_record(run, stack, layout) or run
+                     for run in layers)
+
+    def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
+        """Paged as `paged.py` says; a model with sparse MLA in blocks of 64 whatever
+        --block-size asks (`CudaPlatformBase.check_and_update_config`, vllm/platforms/
+        cuda.py: "Forcing kv cache block size to 64 for FlashMLASparse backend")."""
+        from llm_inventory.engine import kinds
+
+        block = settings.block_size
+        if any(kinds.get(layer.kind).sparse_mla for layer in layers):
+            block = self.sparse_block
+        return pool_layout(layers, block_size=block,
+                           max_model_len=settings.max_model_len,
+                           max_num_batched_tokens=settings.max_num_batched_tokens,
+                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")))
 
     def expert_padding(self, spec: ModelSpec, device: Device | None = None
                        ) -> ExpertPadding | None:
@@ -291,14 +353,33 @@ class VllmV1(ServingEngine):
 
     def pool_bytes(self, device: Device, settings: EngineSettings, shape: StageShape,
                    weight_bytes: int, reserve: ReserveEstimate) -> int:
+        """total × utilization − weights − reserve; exactly `--kv-cache-memory-bytes` when
+        given (`Worker.determine_available_memory`, vllm/v1/worker/gpu_worker.py, returns
+        `cache_config.kv_cache_memory_bytes` as it is, the utilization not applied)."""
+        asked = settings.flags.get(KV_CACHE_MEMORY)
+        if asked is not None:
+            return int(asked)
         usable = int(device.memory_bytes * settings.memory_fraction)
         return usable - weight_bytes - reserve.reserve_bytes
 
-    def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
-        return pool_layout(layers, block_size=settings.block_size,
-                           max_model_len=settings.max_model_len,
-                           max_num_batched_tokens=settings.max_num_batched_tokens,
-                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")))
+    def occupied(self, device: Device, settings: EngineSettings,
+                 others_bytes: int) -> Occupied:
+        """V1 budgets total × gpu_memory_utilization and measures its own use against a
+        snapshot taken at start-up, so other processes' memory leaves the pool as it is;
+        but `Worker.init_device` (vllm/v1/worker/gpu_worker.py; later `request_memory` in
+        vllm/v1/worker/utils.py, which names the device) raises when the free memory it
+        finds is below the budget ⌈total × gpu_memory_utilization⌉, in these words."""
+        total = device.memory_bytes
+        free = total - others_bytes
+        requested = math.ceil(total * settings.memory_fraction)
+        if others_bytes <= 0 or free >= requested:
+            return Occupied()
+        where = "cuda:0 " if self.memory_error_names_device else ""
+        return Occupied(error=(
+            f"ValueError: Free memory on device {where}({round(free / GIB, 2)}/"
+            f"{round(total / GIB, 2)} GiB) on startup is less than desired GPU memory "
+            f"utilization ({settings.memory_fraction}, {round(requested / GIB, 2)} GiB). "
+            "Decrease GPU memory utilization or reduce GPU memory used by other processes."))
 
     def startup_error(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> str | None:

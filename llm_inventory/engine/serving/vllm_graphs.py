@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from llm_inventory.units import MIB
 
 
-def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
-    """The batch sizes vLLM captures graphs for, ascending."""
-    largest = min(2 * max_num_seqs, 512, max_num_batched_tokens)
+def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int,
+                  max_graph_size: int = 512) -> list[int]:
+    """The batch sizes vLLM captures graphs for, ascending (`max_graph_size`: 512, or 1024
+    on Blackwell from 0.28)."""
+    largest = min(2 * max_num_seqs, max_graph_size, max_num_batched_tokens)
     sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, largest + 1, 16))
     return [s for s in sizes if s <= largest]
 
@@ -52,9 +54,10 @@ class GraphEstimate:
 
 
 def estimate_graphs(model: GraphModel, *, max_num_seqs: int, max_num_batched_tokens: int,
-                    layers: int, widest_per_token: int, activation_bits: int) -> GraphEstimate:
+                    layers: int, widest_per_token: int, activation_bits: int,
+                    max_graph_size: int = 512) -> GraphEstimate:
     """CUDA-graph memory of one worker in vLLM's FULL_AND_PIECEWISE mode (an estimate)."""
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens)
+    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, max_graph_size)
     full = [s for s in sizes if s <= max_num_seqs]
     if not sizes or not layers:
         return GraphEstimate(piecewise=0, full=0, largest=0, largest_full=0, bytes=0)

@@ -64,11 +64,14 @@ def _kv_dtype(text: str) -> str | None:
         return None
     if key in ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"):
         return "fp8"
+    if key in ("nvfp4", "nvfp4_ds_mla"):  # the era says where it keeps one
+        return "nvfp4"
     try:
         return normalize_dtype(key, "--kv-cache-dtype")
     except InputError as exc:
         raise InputError("--kv-cache-dtype", f"unknown KV cache dtype {text!r}; vLLM takes "
-                         "auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16") from exc
+                         "auto, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, nvfp4, bfloat16, "
+                         "float16") from exc
 
 
 def split_args(argv: list[str]) -> list[tuple[str, str | None]]:
@@ -133,7 +136,11 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         elif name == "--enable-expert-parallel":
             expert_parallel = True
         elif name == "--max-model-len":
-            fields["context"] = parse_tokens(need(), name)
+            text = need().strip()
+            if text.lower() in ("auto", "-1"):  # the longest context the pool holds (#29431)
+                flags["max_model_len_auto"] = True
+            else:
+                fields["context"] = parse_tokens(text, name)
         elif name == "--gpu-memory-utilization":
             fields["memory_fraction"] = parse_fraction(need(), name)
         elif name == "--max-num-batched-tokens":
@@ -142,6 +149,10 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
             fields["max_num_seqs"] = _int(name, need())
         elif name == "--block-size":
             fields["block_size"] = _int(name, need())
+        elif name in ("--kv-cache-memory-bytes", "--kv-cache-memory"):
+            from llm_inventory.engine.serving.vllm import KV_CACHE_MEMORY, kv_cache_memory
+
+            flags[KV_CACHE_MEMORY] = kv_cache_memory(need())
         elif name == "--kv-cache-dtype":
             fields["kv_dtype"] = _kv_dtype(need())
         elif name == "--dtype":

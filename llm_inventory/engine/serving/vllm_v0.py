@@ -45,6 +45,7 @@ from llm_inventory.engine.serving.base import (
     KvLayer,
     LaunchCommand,
     LaunchSettings,
+    Occupied,
     PoolLayout,
     ReserveEstimate,
     ServingEngine,
@@ -168,6 +169,22 @@ class VllmV0(VllmV1):
     )
     programs = PROGRAMS
 
+
+    def occupied(self, device: Device, settings: EngineSettings,
+                 others_bytes: int) -> Occupied:
+        """V0 sizes its blocks from total × gpu_memory_utilization less its own use measured
+        against a snapshot at start-up (`Worker.init_device`, vllm/worker/worker.py: no
+        check of the free memory), so the pool is as without other processes; allocating
+        it then runs out of memory when the others leave less free than the budget."""
+        total = device.memory_bytes
+        requested = total * settings.memory_fraction
+        free = total - others_bytes
+        if others_bytes <= 0 or free >= requested:
+            return Occupied()
+        return Occupied(error=(
+            "torch.OutOfMemoryError: CUDA out of memory (allocating the KV cache: the budget "
+            f"total × gpu_memory_utilization is {requested / GIB:.2f} GiB, other processes "
+            f"leave {free / GIB:.2f} GiB of {total / GIB:.2f} GiB free)"))
     def __init__(self, reserve: V0Reserve | None = None) -> None:
         super().__init__()
         self.v0_reserve = reserve or V0Reserve()

@@ -38,6 +38,8 @@ from llm_inventory.engine.serving.base import (
 from llm_inventory.engine.serving.paged import BlockPool
 from llm_inventory.engine.serving.vllm import VllmV1
 from llm_inventory.engine.serving.vllm_graphs import GraphModel, estimate_graphs
+from llm_inventory.spec.devices import Device
+from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import GIB
 
 
@@ -46,6 +48,7 @@ class VllmV21(VllmV1):
     versions = "0.21 and later (V1 engine, CUDA graphs profiled up front)"
     version = "0.21"
     label = "vLLM 0.21"
+    memory_error_names_device = True  # vllm/v1/worker/utils.py request_memory
     calibrated_on = ("vLLM 0.19 start-ups, the CUDA-graph memory on the estimates they "
                      "printed")
     summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "
@@ -65,6 +68,12 @@ class VllmV21(VllmV1):
          "graphs up to max_num_seqs", "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes"),
         ("no graphs with --enforce-eager", "vllm/config/compilation.py CompilationConfig"),
         ("default gpu_memory_utilization 0.92", "vllm/config/cache.py CacheConfig"),
+        ("--max-model-len auto: the model's length, or the longest context the KV pool "
+         "holds when one request at it does not fit (vllm#29431)",
+         "vllm/v1/core/kv_cache_utils.py estimate_max_model_len, check_enough_kv_cache_memory"),
+        ("--kv-cache-dtype nvfp4: e2m1 values and an e4m3 scale a 16, head_size ÷ 2 + "
+         "head_size ÷ 16 bytes a head, on compute capability 10.x, not for MLA (vllm#40177)",
+         "vllm/v1/attention/backends/flashinfer.py FlashInferBackend.supports_kv_cache_dtype"),
         ("printed KV tokens: ⌊maximum concurrency × max_model_len⌋",
          "vllm/v1/core/kv_cache_utils.py get_kv_cache_capacity, _report_kv_cache_config"),
     ) + tuple(rule for rule in VllmV1.rules[1:]
@@ -74,7 +83,8 @@ class VllmV21(VllmV1):
         super().__init__()
         self.graph_model = graphs or GraphModel()
 
-    engine_flags: ClassVar[tuple[str, ...]] = ("enforce_eager", "enable_prefix_caching")
+    engine_flags: ClassVar[tuple[str, ...]] = ("enforce_eager", "enable_prefix_caching",
+                                               "max_model_len_auto")
     default_utilization: ClassVar[float] = 0.92
 
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
@@ -87,6 +97,33 @@ class VllmV21(VllmV1):
             return replace(layout, tokens_from_concurrency=True)
         return layout
 
+    def check_kv_dtype(self, kv_dtype: str, spec: ModelSpec, device: Device) -> None:
+        """`--kv-cache-dtype nvfp4` (vllm#40177, from the 0.21 era): e2m1 values and an e4m3
+        scale a 16, packed per head (head_size ÷ 2 + head_size ÷ 16 bytes), through
+        FlashInfer's trtllm-gen kernels on compute capability 10.x only
+        (`FlashInferBackend.supports_kv_cache_dtype`, vllm/v1/attention/backends/
+        flashinfer.py); MLA backends refuse it, and the sparse-MLA record `nvfp4_ds_mla`
+        is not taken by the eras modelled."""
+        if kv_dtype != "nvfp4":
+            super().check_kv_dtype(kv_dtype, spec, device)
+            return
+        from llm_inventory.errors import InputError
+
+        if spec.decoder is not None and spec.decoder.mla is not None:
+            raise InputError("kv_dtype", f"{self.label} keeps no MLA cache in nvfp4 (MLA "
+                             "backends refuse it; the sparse-MLA record nvfp4_ds_mla came "
+                             "after the releases modelled); use bf16 or fp8")
+        capability = str(device.compute_capability or "")
+        if capability.split(".")[0] != "10":
+            raise InputError("kv_dtype", f"{self.label} keeps an nvfp4 cache only on compute "
+                             f"capability 10.x (B200, B300, GB200); {device.id} is "
+                             f"{capability or 'not a CUDA device'}")
+
+    def max_graph_size(self, settings: EngineSettings) -> int:
+        """The largest batch captured as a CUDA graph (`VllmConfig._set_cudagraph_sizes`):
+        512 up to 0.27."""
+        return 512
+
     def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
         """0.19's reserve plus the CUDA-graph estimate (both estimates)."""
         base = super().reserve(shape, settings)
@@ -95,9 +132,28 @@ class VllmV21(VllmV1):
         graphs = estimate_graphs(
             self.graph_model, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens, layers=shape.layers,
-            widest_per_token=shape.widest_per_token, activation_bits=shape.activation_bits)
+            widest_per_token=shape.widest_per_token, activation_bits=shape.activation_bits,
+            max_graph_size=self.max_graph_size(settings))
         return base.model_copy(update={"cuda_graph_bytes": graphs.bytes,
                                        "reserve_bytes": base.reserve_bytes + graphs.bytes})
+
+    def context_fallback(self, capacity: KvCapacity, settings: EngineSettings) -> str | None:
+        """`--max-model-len auto` (vllm#29431): instead of stopping when one request at the
+        model's length does not fit, max_model_len becomes the longest context the pool
+        holds (`estimate_max_model_len`, vllm/v1/core/kv_cache_utils.py)."""
+        if not settings.flags.get("max_model_len_auto") or capacity.max_concurrency >= 1 \
+                or not capacity.longest_context:
+            return None
+        return (f"--max-model-len auto: max_model_len becomes {capacity.longest_context:,}, "
+                "the longest context the KV pool holds")
+
+    def startup_error(self, capacity: KvCapacity, pool_bytes: int,
+                      settings: EngineSettings) -> str | None:
+        """0.19's error, except that `--max-model-len auto` starts at the longest context
+        the pool holds when there is one."""
+        if self.context_fallback(capacity, settings) is not None and pool_bytes > 0:
+            return None
+        return super().startup_error(capacity, pool_bytes, settings)
 
     def startup(self, capacity: KvCapacity, pool_bytes: int, settings: EngineSettings,
                 context: StartupContext) -> StartupReport:

@@ -137,7 +137,7 @@ def test_the_pytorch_pool_is_capped_by_max_tokens_and_max_gpu_total_bytes() -> N
     assert ENGINE.pool_bytes(h100, capped, shape, 16 * GIB, reserve) == 10 * GIB
     layout = ENGINE.pool_layout(layers, _settings(8192, max_tokens=50_000))
     assert isinstance(layout, TokenPool)
-    assert layout.capacity(pool).tokens == 50_000 // 32 * 32  # ⌊tokens ÷ 32⌋ blocks
+    assert layout.capacity(pool).tokens == -(-50_000 // 32) * 32  # ⌈tokens ÷ 32⌉ blocks (1.1+)
     engine_path = ENGINE.pool_layout(layers, _settings(8192, backend="tensorrt",
                                                        max_tokens=50_000))
     assert engine_path.capacity(pool).tokens == -(-50_000 // 32) * 32  # ⌈ ⌉ on the engine path

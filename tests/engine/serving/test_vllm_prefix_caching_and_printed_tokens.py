@@ -120,4 +120,5 @@ def test_on_off_flags_read_as_the_cli_passes_them(given: object, expected: bool)
     asked = LaunchSettings(context=8192, kv_dtype="bf16",
                            flags={"enable_prefix_caching": given, "enforce_eager": given})
     settings = serving.get("vllm@0.21").settings(resolve_device("h100-sxm"), asked)
-    assert settings.flags == {"enforce_eager": expected, "enable_prefix_caching": expected}
+    assert settings.flags == {"enforce_eager": expected, "enable_prefix_caching": expected,
+                              "max_model_len_auto": False}
