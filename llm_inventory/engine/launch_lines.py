@@ -53,7 +53,23 @@ def plan_lines(engine: ServingEngine, reference: str, *, tp: int, pp: int, ep: i
         disaggregation=disaggregation if disaggregation == "prefill/decode" else None,
         gguf=gguf, n_gpu_layers=int(str(ngl)) if ngl is not None else None,
         n_cpu_moe=int(str(cpu_moe)) if cpu_moe else None)
-    return engine.launch_lines(plan)
+    lines = engine.launch_lines(plan)
+    # a line `inventory launch` would read as another engine (ik_llama.cpp shares
+    # llama-server with llama.cpp) is not this engine's: none rather than a wrong one
+    if any(line.server and _reads_as(line) != engine.name for line in lines):
+        return []
+    return lines
+
+
+def _reads_as(line: LaunchLine) -> str | None:
+    """The engine `inventory launch` picks for a server line (None: none)."""
+    from llm_inventory.engine.launch import match_program
+    from llm_inventory.errors import InputError
+
+    try:
+        return match_program(list(line.argv))[0].name
+    except InputError:
+        return None
 
 
 def with_launch_lines(result: PlacementResult, request: PlacementRequest,

@@ -37,3 +37,15 @@ def test_a_prefill_decode_plan_is_two_servers_and_a_router(invoke: Invoke) -> No
         run = invoke("launch", "-d", "h100", "--format", "json", "--", *shlex.split(line))
         assert run.code == 0, run.stderr
         assert run.json()["plan"]["tp"] == pd[0]["tp"]
+
+
+def test_no_line_that_launch_would_read_as_another_engine(invoke: Invoke) -> None:
+    """ik_llama.cpp shares llama-server: a plain line would be read as llama.cpp, so it
+    gets none rather than one that starts another engine's plan."""
+    data = invoke("recommend", "llama-3.1-8b", "-d", "h100", "--use-case", "chat", "--qps",
+                  "5", "--format", "json").json()
+    assert "llamacpp" in data["equivalents"] and "ik_llama" not in data["equivalents"]
+    for name, command in data["equivalents"].items():
+        run = invoke("launch", "-d", "h100", "--format", "json", "--",
+                     *shlex.split(command.splitlines()[0]))
+        assert run.json()["engine"] == name
