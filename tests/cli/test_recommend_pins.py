@@ -30,6 +30,10 @@ def test_split_and_context_pins(invoke: Invoke) -> None:
     assert data["plans"] and all((p["tp"], p["pp"]) == (4, 1) for p in data["plans"])
     assert _flag(data["launch"], "--max-model-len") == "32768"
     assert _flag(data["launch"], "--tensor-parallel-size") == "4"
+    assert not any("launch context" in n for n in data["notes"])  # pinned: nothing to say
+    plain = invoke(*CHAT, "--qps", "1", "--format", "json").json()
+    assert _flag(plain["launch"], "--max-model-len") == "1300"
+    assert any("--context" in n and "1,300" in n for n in plain["notes"])
     short = invoke(*CHAT, "--qps", "1", "--context", "1000")
     assert short.code == 2 and "context" in short.stderr
 

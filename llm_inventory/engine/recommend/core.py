@@ -551,6 +551,10 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
                      "spread of queueing is not modelled)")
     if request.workload.qps is None and request.workload.concurrency is None:
         notes.append("no --qps or --concurrency: one replica with its batch at the bound")
+    if request.context is None and launch is not None:
+        notes.append(f"the launch context is the workload's longest request, ISL + OSL "
+                     f"{lengths.longest:,} tokens: the engine refuses longer ones (give "
+                     "--context for the longest you will serve; plans are sized at it)")
     return RecommendResult(
         model=spec.name, workload=request.workload, targets=request.targets,
         objective=request.objective, order=OBJECTIVES[request.objective],
