@@ -83,6 +83,12 @@ def _values(shell: str, line: str) -> list[str]:
         ("inventory placement x --engine s", {"sglang", "sglang@0.5.23"}),
         ("inventory placement x --engine ", {"vllm", "sglang", "trtllm", "llamacpp"}),
         ("inventory compare x --engine vllm,tr", {"vllm,trtllm"}),
+        ("inventory recommend x --device h10", {"h100-sxm", "h100"}),
+        ("inventory recommend x --use-case c", {"chat", "code-completion"}),
+        ("inventory recommend x --objective ", {"cost", "latency", "gpus", "throughput"}),
+        ("inventory launch --device mi3", {"mi300x", "mi325x"}),
+        ("inventory engines sg", {"sglang"}),
+        ("inventory placement x --sort c", {"concurrency", "cost"}),
     ],
 )
 def test_completion_offers_values(shell: str, line: str, expected: set[str]) -> None:

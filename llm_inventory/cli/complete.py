@@ -57,3 +57,27 @@ def engines(incomplete: str) -> list[tuple[str, str]]:
     names = [(name, f"the default {name} era") for name in serving.names()]
     versions = [(f"{e.name}@{e.version}", e.label) for e in eras]
     return [(prefix + value, text) for value, text in _matches(names + versions, current)]
+
+
+def use_cases(incomplete: str) -> list[tuple[str, str]]:
+    """The named workloads of `recommend --use-case`, with their lengths."""
+    from llm_inventory.spec.prices import use_cases as named
+
+    return _matches([(name, f"ISL {u.isl:,} · OSL {u.osl:,}") for name, u in named().items()],
+                    incomplete)
+
+
+def objectives(incomplete: str) -> list[tuple[str, str]]:
+    """What `recommend --objective` ranks by."""
+    from llm_inventory.engine.recommend.models import OBJECTIVES
+
+    return _matches([(key, text.split(";")[-1].strip()) for key, text in OBJECTIVES.items()],
+                    incomplete)
+
+
+def sort_keys(incomplete: str) -> list[tuple[str, str]]:
+    """What `placement --sort` orders by."""
+    from llm_inventory.engine.placement.models import ORDERS
+
+    return _matches([(key, text.split(";")[-1].strip()) for key, text in ORDERS.items()],
+                    incomplete)

@@ -14,7 +14,7 @@ from llm_inventory.render.output import OutputFormat
 
 def engines(
     engine: Annotated[str | None, typer.Argument(
-        metavar="[ENGINE[@VERSION] | MODEL]",
+        metavar="[ENGINE[@VERSION] | MODEL]", autocompletion=complete.engines,
         help="Show one engine era in full: its rules and the source of each. With --diff, "
              "the model to compare the two releases on.")] = None,
     diff: Annotated[tuple[str, str] | None, typer.Option(

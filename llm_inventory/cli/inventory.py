@@ -118,15 +118,20 @@ def compare(
         help="One model across serving engines instead: each engine's best plan on "
              "--device, a column each (JSON: a list of placement results).")] = None,
     device: Annotated[str | None, typer.Option(
-        "--device", "-d", help="With --engine: the device (see `inventory devices`).")] = None,
+        "--device", "-d", autocompletion=complete.devices,
+        help="Each model on this device (see `inventory devices`): fits or not, the "
+             "smallest fit, the longest context, the concurrency at --context; with "
+             "--engine, the device the engines are compared on.")] = None,
     count: Annotated[int | None, typer.Option(
-        "--count", "-n", min=1, help="With --engine: devices available (default: one node)."
+        "--count", "-n", min=1, help="With --device: devices available (default: one node)."
     )] = None,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
     """Topologies side by side: the same facts, one column each, rows aligned.
-    JSON is a list of inventories. With --engine, one model across serving engines.
+    JSON is a list of inventories. With --device (and --count), each model on those
+    devices: fits, smallest fit, longest context, concurrency. With --engine, one model
+    across serving engines.
 
     Example: inventory compare examples/dense-70b.yaml examples/moe-8x7b.yaml
     """
@@ -137,6 +142,9 @@ def compare(
 
     if engine is not None:
         _compare_engines(models, engine, device, count, context, kv_dtype, dtype, fmt, units)
+        return
+    if device is not None or count is not None:
+        _compare_fits(models, device, count, context, kv_dtype, dtype, fmt)
         return
     if len(models) < 2:
         raise InputError("models", "compare needs at least two models")
@@ -150,6 +158,33 @@ def compare(
         return compare_table(results, units_of(units), request)
 
     emit(results, fmt, table)
+
+
+def _compare_fits(models: list[str], device: str | None, count: int | None, context: int,
+                  kv_dtype: str | None, dtype: str | None, fmt: OutputFormat) -> None:
+    """`compare A B C --device D --count N`: each model on those devices."""
+    from llm_inventory.engine.compare_fit import model_fit
+    from llm_inventory.engine.placement import PlacementRequest
+    from llm_inventory.errors import InputError
+    from llm_inventory.render.output import emit
+    from llm_inventory.spec.devices import resolve_device
+    from llm_inventory.spec.loader import load_model
+
+    if device is None:
+        raise InputError("device", "--count needs --device (see `inventory devices`)")
+    chosen = resolve_device(device)
+    request = PlacementRequest(device=chosen, count=count or chosen.devices_per_node or 1,
+                               context=context, dtype=dtype, kv_dtype=kv_dtype)
+    from llm_inventory.spec.devices import list_devices
+
+    fits = [model_fit(load_model(m), request, m, list_devices()) for m in models]
+
+    def table() -> list[Any]:
+        from llm_inventory.render.compare_fit import compare_fit_tables
+
+        return compare_fit_tables(fits)
+
+    emit(fits, fmt, table)
 
 
 def _compare_engines(models: list[str], engine: str, device: str | None, count: int | None,

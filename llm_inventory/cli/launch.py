@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from llm_inventory.cli import complete
 from llm_inventory.cli.common import FormatOption, UnitsOption, units_of
 from llm_inventory.render.output import OutputFormat, Units
 
@@ -73,7 +74,8 @@ def launch(
         metavar="-- COMMAND…", show_default=False,
         help="The engine's own command line, after --: vllm serve MODEL --flag value …")],
     device: Annotated[str | None, typer.Option(
-        "--device", "-d", help="Device id or alias it runs on (see `inventory devices`).",
+        "--device", "-d", autocompletion=complete.devices,
+        help="Device id or alias it runs on (see `inventory devices`).",
     )] = None,
     count: Annotated[int | None, typer.Option(
         "--count", "-n", min=1,

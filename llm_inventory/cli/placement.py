@@ -214,7 +214,7 @@ def placement(
         help="Let the engine serve past the model's positions (as vLLM's "
              "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 does; that variable is honoured too).")] = False,
     sort: Annotated[str, typer.Option(
-        metavar="KEY",
+        metavar="KEY", autocompletion=complete.sort_keys,
         help="Order plans by throughput (default, estimated), concurrency, devices, kv or "
              "cost; plans that fit always come first.")] = "throughput",
     require_fit: Annotated[bool, typer.Option(
@@ -232,6 +232,9 @@ def placement(
         metavar="FILE", help="Draw the memory bars and the best plan's KV capacity and "
         "maximum concurrency against context into an .svg or .png file (needs the `plot` "
         "extra).")] = None,
+    launch: Annotated[bool, typer.Option(
+        "--launch", help="Give each plan's launch command in its engine's own flags (a "
+        "prefill/decode plan: both servers and the router).")] = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -286,6 +289,18 @@ def placement(
             raise InputError(pin, f"{pin} {value:,} needs {value:,} devices; --count is {n:,}")
     results = [plan_placement(spec, request.model_copy(update={"engine": name}))
                for name in engines]
+    if any(r.fitting == 0 for r in results):
+        from llm_inventory.engine.would_fit import would_fit
+        from llm_inventory.spec.devices import list_devices
+
+        catalog = [*list_devices(), *extra]
+        results = [r if r.fitting else r.model_copy(update={"would_fit": would_fit(
+            spec, request.model_copy(update={"engine": f"{r.engine}@{r.engine_version}"}),
+            r, catalog)}) for r in results]
+    if launch:
+        from llm_inventory.engine.launch_lines import with_launch_lines
+
+        results = [with_launch_lines(r, request, model) for r in results]
     result = results[0]
     if plot is not None:
         from llm_inventory.engine.capacity import plan_capacity

@@ -98,7 +98,8 @@ def recommend(
         metavar="MODEL",
         help="Preset, Hugging Face id, YAML model file, config.json, model folder or GGUF.")],
     use_case: Annotated[str | None, typer.Option(
-        metavar="NAME", help="Named workload: chat, code-completion, summarisation or "
+        metavar="NAME", autocompletion=complete.use_cases,
+        help="Named workload: chat, code-completion, summarisation or "
         "batch (its lengths and targets; flags override them).")] = None,
     isl: Annotated[int | None, typer.Option(
         parser=tokens_parser("isl"), metavar="TOKENS", help="Prompt tokens per request.")
@@ -126,7 +127,8 @@ def recommend(
     percentile: Annotated[str | None, typer.Option(
         metavar="P", help="The percentile targets hold at: p50 (default) or p95.")] = None,
     device: Annotated[list[str] | None, typer.Option(
-        "--device", "-d", help="Device id from `inventory devices`; several: repeat it or "
+        "--device", "-d", autocompletion=complete.devices,
+        help="Device id from `inventory devices`; several: repeat it or "
         "separate them with commas.")
     ] = None,
     count: Annotated[int | None, typer.Option(
@@ -137,7 +139,8 @@ def recommend(
         help="Serving engine (default vllm); several: repeat it or separate them with "
         "commas, as placement takes them.")] = None,
     objective: Annotated[str, typer.Option(
-        metavar="KEY", help="What ranks the plans that meet the targets: cost (default), "
+        metavar="KEY", autocompletion=complete.objectives,
+        help="What ranks the plans that meet the targets: cost (default), "
         "latency, gpus or throughput.")] = "cost",
     prices: Annotated[Path | None, typer.Option(
         help="A YAML price file (the catalog's schema) adding to or replacing its entries.")
@@ -151,6 +154,16 @@ def recommend(
     ] = None,
     dtype: DtypeOption = None,
     kv_dtype: KvDtypeOption = None,
+    tp: Annotated[int | None, typer.Option(min=1, help="Pin tensor parallelism.")] = None,
+    pp: Annotated[int | None, typer.Option(min=1, help="Pin pipeline parallelism.")] = None,
+    ep: Annotated[int | None, typer.Option(min=1, help="Pin expert parallelism.")] = None,
+    context: Annotated[int | None, typer.Option(
+        "--context", "--max-model-len", parser=tokens_parser("context"), metavar="TOKENS",
+        help="The context the engine is launched with (default: the longest ISL + OSL of "
+             "the workload; longer lets longer requests in).")] = None,
+    disaggregation: Annotated[bool, typer.Option(
+        help="Consider disaggregated plans (separate prefill and decode pools, or the "
+             "encoder on its own GPU).")] = True,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the length sample.")] = 0,
     limit: Annotated[int | None, typer.Option(
         min=0, help="Plans to keep, best first (0: all; default 10 in the table).")] = None,
@@ -227,7 +240,8 @@ def recommend(
         power_price=_number("power_price", power_price, below=1e6,
                             allowed="a positive price in $ per kWh, below 1,000,000"),
         dtype=dtype,
-        kv_dtype=kv_dtype, seed=seed, limit=limit)
+        kv_dtype=kv_dtype, seed=seed, limit=limit, tp=tp, pp=pp, ep=ep, context=context,
+        disaggregation=disaggregation)
     result = run(spec, request)
     if plot is not None:
         from llm_inventory.render.plot import write_plot

@@ -9,6 +9,7 @@ pins: the same figures `placement --engine E` gives for those settings.
 from __future__ import annotations
 
 import os
+import re
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +20,8 @@ from llm_inventory.engine.trust import Trust, engine_rule
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def _normal(word: str) -> str:
@@ -33,6 +36,12 @@ def match_program(argv: list[str]) -> tuple[ServingEngine, list[str]]:
     if not argv:
         raise InputError("launch", "give the engine's command line after --, e.g. "
                          "`-- vllm serve Qwen/Qwen3-8B`")
+    # a shell line's leading NAME=value assignments (CUDA_VISIBLE_DEVICES=…) are its
+    # environment, not its program
+    while argv and _ASSIGNMENT.match(argv[0]):
+        argv = argv[1:]
+    if not argv:
+        raise InputError("launch", "the command line sets variables but names no program")
     words = [_normal(argv[0])] + argv[1:]
     best: tuple[int, ServingEngine] | None = None
     for name in names():

@@ -218,6 +218,8 @@ def _roofline(inv: Inventory, units: UnitSystem) -> list[Part]:
     t = inv.timing
     if t is None:
         return []
+    eff = t.efficiency
+    ridge = t.ridge_flops_per_byte * eff.compute / eff.bandwidth
     table = Table()
     for name in ("phase", "intensity", "vs ridge", "bound", "time"):
         prose = name in ("phase", "bound")  # words that wrap; the figures stay whole
@@ -229,14 +231,17 @@ def _roofline(inv: Inventory, units: UnitSystem) -> list[Part]:
         (f"decode step (batch {t.batch:,})", t.decode_intensity, t.decode_bound,
          t.decode_step_s),
     ):
-        side = "above" if intensity >= t.ridge_flops_per_byte else "below"
+        # the bound is decided at the achievable fractions, so is the side of the ridge
+        side = "above" if intensity >= ridge else "below"
         table.add_row(name, f"{intensity:,.1f} FLOP/B", side, bound,
                       f"{seconds * 1000:,.2f} ms")
     return [
         _heading(f"6. Roofline on one {t.device} (estimate)"),
         Text(f"peak {t.peak_flops / 1e12:,.0f} TFLOP/s, "
              f"{format_bytes(t.memory_bandwidth_bytes_per_s, units)}/s: ridge point "
-             f"{t.ridge_flops_per_byte:,.0f} FLOP/B"),
+             f"{t.ridge_flops_per_byte:,.0f} FLOP/B at peak, {ridge:,.0f} at the "
+             f"{eff.compute:.0%} of FLOP/s and {eff.bandwidth:.0%} of bandwidth reached "
+             "(the ridge the phases are placed against)"),
         table,
         Text(f"TTFT {t.ttft_s * 1000:,.1f} ms · TPOT {t.tpot_s * 1000:,.2f} ms · "
              f"{t.tokens_per_s_per_device:,.0f} tokens/s — {t.estimate}", style="dim"),

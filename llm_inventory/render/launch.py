@@ -22,13 +22,20 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
     d = plan.per_device
     if d is not None:
         table = Table(title="per device (the binding worker)")
-        for name in ("weights", "reserve*", "KV pool", "KV tokens", "conc."):
-            table.add_column(name, justify="right")
+        for name in ("weights", "reserve*", "KV pool", "KV tokens", "conc.", "total"):
+            table.add_column(name, justify="right", no_wrap=name == "total")
+        total = plan.total_concurrency
         table.add_row(format_bytes(d.weight_bytes, units), format_bytes(d.reserve_bytes, units),
                       format_bytes(d.kv_pool_bytes, units), f"{d.kv_capacity_tokens:,}",
                       f"{plan.max_concurrency:,.2f}" if plan.max_concurrency is not None
-                      else "—")
+                      else "—",
+                      "—" if total is None else f"×{plan.engines} {total:,.2f}"
+                      if plan.engines > 1 else f"{total:,.2f}")
         parts.append(table)
+        if d.state_slots is not None:
+            from llm_inventory.render.placement import state_slots_note
+
+            parts.append(Text(state_slots_note(d, plan.max_concurrency, result.context, units)))
     if result.startup:
         parts.append(Text(f"{result.label} will print:", style="bold"))
         parts.append(Text("\n".join(f"  {line}" for line in result.startup)))
@@ -42,7 +49,8 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
         parts.append(Text("no context fits: the weights and the reserve leave no room for the "
                           "KV cache", style="yellow"))
     parts.append(Text("* the reserve (activation peak, non-torch memory, CUDA graphs where "
-                      "the engine subtracts them) is an estimate", style="dim"))
+                      "the engine subtracts them) is an estimate; conc.: requests at the "
+                      "context one engine holds, total: every engine", style="dim"))
     if result.trust:
         parts.append(Text("trust: " + "; ".join(f"{group.replace('_', ' ')} {t.label()}"
                                                 for group, t in result.trust.items()),

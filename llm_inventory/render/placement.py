@@ -76,14 +76,18 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
                    f"{result.fitting} fit; showing {len(shown)}"
                    + (f" ({hidden} more: --limit 0 shows all)" if hidden else "")
                    + " (×N: replicas; P/D: separate prefill and decode pools; enc: encoder on "
-                   "its own device; conc.: requests at the context one engine holds)")
-    table = Table(optional=("time†", "reserve*"))  # the estimates give way first
+                   "its own device; conc.: requests at the context one engine holds; "
+                   "total: every engine of the deployment, replicas × attention-DP ranks)")
+    # the estimates give way first, then the pool whose tokens the next column counts
+    table = Table(optional=("time†", "reserve*", "KV pool"))
     for name in ("plan", "verdict", "weights", "reserve*", "KV pool", "KV tokens", "conc.",
-                 "time†"):
+                 "total", "time†"):
         table.add_column(name, justify="left" if name in ("plan", "verdict") else "right",
-                         no_wrap=name in ("plan", "conc."))
+                         no_wrap=name in ("plan", "conc.", "total"))
     notes: list[str] = []
     warnings: list[str] = []
+    launches: list[str] = []
+    misses: dict[str, list[int]] = {}  # why a plan does not fit → the plans it stops
     for index, plan in enumerate(shown, start=1):
         d = plan.per_device
         size = (lambda n: format_bytes(n, units)) if d else None
@@ -95,13 +99,14 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             size(d.kv_pool_bytes) if size and d else "—",
             f"{d.kv_capacity_tokens:,}" if d and d.kv_capacity_tokens else "—",
             f"{plan.max_concurrency:,.1f}" if plan.max_concurrency is not None else "—",
+            _total(plan),
             "/".join(_times(plan)[:2]).replace(" ms/", "/") if plan.timing else "—",
         )
         if plan.why and not plan.fits:
-            notes.append(f"{index}. does not fit: {plan.why}")
+            misses.setdefault(plan.why, []).append(index)
         for warning in plan.warnings:
             warnings.append(f"plan {index} ({_split(plan)}): {warning}")
-        if plan.legal and plan.fits_context is False and plan.longest_context is not None:
+        if plan.legal and plan.fits_context is False and plan.longest_context:
             notes.append(f"{index}. one request at {result.context:,} tokens does not fit; "
                          f"the longest that does is {plan.longest_context:,}")
         if plan.host is not None and plan.host.total_bytes:
@@ -111,6 +116,13 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
                          f"weights {format_bytes(h.weight_bytes, units)}, KV "
                          f"{format_bytes(h.kv_bytes, units)}, compute "
                          f"{format_bytes(h.compute_bytes, units)}")
+        if d is not None and d.state_slots is not None:
+            notes.append(f"{index}. " + state_slots_note(d, plan.max_concurrency,
+                                                         result.context, units))
+        if plan.launch:
+            launches.append(f"{index}. " + "\n   ".join(plan.launch))
+        elif plan.legal and any(p.launch for p in shown):
+            launches.append(f"{index}. {_engine(result)}'s command line cannot say this plan")
         if plan.kv_handover_bytes:
             handed = format_bytes(plan.kv_handover_bytes, units)
             notes.append(f"{index}. each request hands {handed} of KV from the prefill pool "
@@ -158,8 +170,14 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
             f"† time to first token / time per output token: {timed.estimate}; prefill of "
             f"{timed.prompt_tokens:,} tokens, decode at the batch one engine holds (or "
             "--batch); bounds and tokens/s in JSON", column="time†", style="dim"))
+    notes = [f"{_numbers(at)} {'does' if len(at) == 1 else 'do'} not fit: {why}"
+             for why, at in misses.items()] + notes
     if notes:
         parts.append(Text("\n".join(notes)))
+    if result.would_fit is not None:
+        parts.append(Text(would_fit_line(result, units), style="yellow"))
+    if launches:
+        parts.append(Text("launch (one replica each):\n" + "\n".join(launches)))
     bars = _memory(result, shown)
     if bars is not None:
         parts.append(bars)
@@ -205,11 +223,72 @@ def engines_side_by_side(results: list[PlacementResult], units: UnitSystem,
     row("KV tokens", lambda r, p, d: f"{d.kv_capacity_tokens:,}")
     row("conc.", lambda r, p, d: f"{p.max_concurrency:,.2f}"
         if p.max_concurrency is not None else "—")
+    row("total conc.", lambda r, p, d: _total(p, 2))
     parts: list[RichTable | Text] = [head, table]
     for r in results:
         parts.append(Text(f"── {_engine(r)} ──", style="bold"))
         parts += placement_tables(r, units, limit)
     return parts
+
+
+def would_fit_line(result: PlacementResult, units: UnitSystem) -> str:
+    """What would fit when nothing does, each change alone."""
+    w = result.would_fit
+    assert w is not None
+    if not w.searched:
+        return (f"what would fit is sought for up to 64 devices, not {w.devices_searched:,} "
+                "(ask for fewer)")
+    found = []
+    if w.devices is not None:
+        s = w.devices
+        split = f"tp{s.tp} pp{s.pp}" + (f" ep{s.ep}" if s.ep > 1 else "")
+        found.append(f"{s.devices:,} × {result.device} ({split})")
+    else:
+        found.append(f"no count of {result.device} up to {w.devices_searched:,}")
+    if w.longest_context:
+        found.append(f"a context of {w.longest_context:,} tokens")
+    if w.dtypes:
+        found.append("weights at " + " or ".join(w.dtypes))
+    if w.kv_dtypes:
+        found.append("a KV cache at " + " or ".join(w.kv_dtypes))
+    if w.device is not None and w.device_memory_bytes is not None:
+        found.append(f"{result.count:,} × {w.device} "
+                     f"({format_bytes(w.device_memory_bytes, units)} each)")
+    return "would fit with: " + "; ".join(found)
+
+
+def _numbers(at: list[int]) -> str:
+    """Plan numbers as a reader takes them: "3.", "1–6.", "1, 3, 5."."""
+    if len(at) == 1:
+        return f"{at[0]}."
+    if at == list(range(at[0], at[-1] + 1)):
+        return f"{at[0]}–{at[-1]}."
+    return ", ".join(str(i) for i in at) + "."
+
+
+def state_slots_note(d: DeviceFit, held: float | None, context: int,
+                     units: UnitSystem) -> str:
+    """The state slots as their own part of the KV pool, and the knob that moves them."""
+    slots = d.state_slots or 0
+    text = (f"state slots: {slots:,} requests' fixed state, "
+            f"{format_bytes(d.state_slot_bytes or 0, units)} of the "
+            f"{format_bytes(d.kv_pool_bytes, units)} KV pool, apart from the tokens")
+    best, reach = d.state_slots_best, d.state_slots_best_concurrency
+    if (d.state_slots_knob and best is not None and reach is not None
+            and (held is None or reach > held + 0.005)):
+        now = f" (now {held:,.2f})" if held is not None else ""
+        text += (f"; {d.state_slots_knob} {best:,} would hold {reach:,.2f} requests at "
+                 f"{context:,} tokens{now}")
+    return text
+
+
+def _total(plan: Plan, places: int = 1) -> str:
+    """Every engine's concurrency together, with the engine count when it is more than one
+    ("×8 103.5")."""
+    if plan.total_concurrency is None:
+        return "—"
+    text = f"{plan.total_concurrency:,.{places}f}"
+    return f"×{plan.engines} {text}" if plan.engines > 1 else text
 
 
 def _memory(result: PlacementResult, shown: list[Plan]) -> RichTable | None:

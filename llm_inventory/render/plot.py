@@ -177,9 +177,7 @@ def _curves(ax: Any, series: dict[str, list[tuple[float, float]]],
     ax.set_ylabel("KV tokens per engine")
     twin.set_ylabel("requests at that context")
     ax.set_title("best plan: KV capacity")
-    lines = ax.get_legend_handles_labels()
-    more = twin.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize="small")
+    _zero_based_with_legend_below(ax, twin)
 
 
 def _pareto(ax: Any, series: dict[str, list[tuple[float, float]]],
@@ -210,6 +208,15 @@ def _capacity(ax: Any, series: dict[str, list[tuple[float, float]]],
               label="maximum concurrency")
     twin.set_ylabel("requests at that context")
     ax.set_title(f"chosen plan {plan}: KV capacity")
+    _zero_based_with_legend_below(ax, twin)
+
+
+def _zero_based_with_legend_below(ax: Any, twin: Any) -> None:
+    """Both y-axes from zero (a capacity read off a cropped axis misleads) and the legend
+    under the axes, where it covers no curve."""
+    ax.set_ylim(bottom=0)
+    twin.set_ylim(bottom=0)
     lines = ax.get_legend_handles_labels()
     more = twin.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1])
+    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper center",
+              bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize="small")

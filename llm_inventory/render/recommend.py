@@ -133,7 +133,10 @@ def _chosen(result: RecommendResult, p: RecommendedPlan) -> list[Table | Text]:
     lines += [f"  {note}" for note in p.notes]
     lines += [f"  misses: {m}" for m in p.misses]
     parts: list[Table | Text] = [Text("\n".join(lines))]
-    if result.launch:
+    if result.launch and "\n" in result.launch:  # a prefill/decode pair and its router
+        parts.append(Text("launch (prefill, decode, router):\n" + "\n".join(
+            f"  {line}" for line in result.launch.splitlines())))
+    elif result.launch:
         parts.append(Text(f"launch: {result.launch}"))
     if result.launch_startup:
         said = "; ".join(line for line in result.launch_startup if line.startswith(_POOL_LINES))
@@ -144,5 +147,5 @@ def _chosen(result: RecommendResult, p: RecommendedPlan) -> list[Table | Text]:
                      "sequences per step: fewer shrink its sampling and graph reserve)")
         parts.append(Text(text))
     for engine, command in result.equivalents.items():
-        parts.append(Text(f"  {engine}: {command}", style="dim"))
+        parts.append(Text(f"  {engine}: " + "\n    ".join(command.splitlines()), style="dim"))
     return parts

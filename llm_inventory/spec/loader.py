@@ -168,7 +168,16 @@ def _from_hub_id(reference: str, repo: str, revision: str | None) -> ModelSpec:
             return load_preset(find_preset(repo).name)
         except InputError:
             pass  # not an alias: a Hub id
-    spec: ModelSpec = resolve(reference, repo, revision, _from_folder)
+    try:
+        spec: ModelSpec = resolve(reference, repo, revision, _from_folder)
+    except InputError as exc:  # offline, or no hub extra: name the presets that read alike
+        from llm_inventory.spec.presets import closest
+
+        close = closest(repo)
+        if not close:
+            raise
+        raise InputError(exc.field, f"{exc.message}; a preset reads alike: "
+                         f"{', '.join(close)} (a preset plans offline)") from None
     return spec
 
 

@@ -54,14 +54,38 @@ def find_preset(name: str) -> Preset:
     for preset in presets():
         if wanted == _key(preset.name) or wanted in {_key(a) for a in preset.aliases}:
             return preset
-    names = [p.name for p in presets()]
-    close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.5)
+    close = closest(name)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     raise InputError(
         "model",
-        f"{name!r} is not a preset, a model file or a folder{hint}; presets: "
-        + ", ".join(names),
+        f"{name!r} is not a preset, a model file or a folder{hint}; `inventory models` "
+        f"lists the {len(presets())} presets",
     )
+
+
+def closest(name: str, n: int = 3) -> list[str]:
+    """The presets whose name or alias reads most like `name` (a Hub id compares by its
+    name part), best first."""
+    wanted = _key(name.rsplit("/", 1)[-1])
+    keys: dict[str, str] = {}
+    for preset in presets():
+        for key in (preset.name, *preset.aliases):
+            keys.setdefault(_key(key.rsplit("/", 1)[-1]), preset.name)
+    # a name that extends a preset's (an -Instruct-2507 release of it) reads most alike
+    stems = sorted((k for k in keys if wanted.startswith(k) and len(k) > 3), key=len,
+                   reverse=True)
+    found = stems + difflib.get_close_matches(wanted, list(keys), n=3 * n, cutoff=0.5)
+    return list(dict.fromkeys(keys[k] for k in found))[:n]
+
+
+def hub_id(name: str) -> str | None:
+    """The Hugging Face id a preset stands for (its first `org/name` alias); None when
+    `name` is no preset or the preset names no Hub id."""
+    try:
+        preset = find_preset(name)
+    except InputError:
+        return None
+    return next((a for a in preset.aliases if a.count("/") == 1), None)
 
 
 @lru_cache(maxsize=64)

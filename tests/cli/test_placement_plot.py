@@ -83,3 +83,32 @@ def test_several_engines_plot_each_best_plan(invoke: Invoke, tmp_path: Path) -> 
 def test_plot_refuses_other_files_before_any_work(invoke: Invoke, tmp_path: Path) -> None:
     run = invoke(*ARGS, "--plot", str(tmp_path / "chart.jpg"))
     assert run.code == 2 and "--plot" in run.stderr and run.stdout == ""
+
+
+def test_capacity_axes_start_at_zero_and_the_legend_sits_below() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from llm_inventory.engine.capacity import plan_capacity
+    from llm_inventory.engine.placement import PlacementRequest, plan_placement
+    from llm_inventory.render.plot import _curves, placement_series
+    from llm_inventory.spec.devices import resolve_device
+    from llm_inventory.spec.loader import load_model
+
+    spec = load_model("llama-3.1-8b")
+    request = PlacementRequest(device=resolve_device("h100"), count=2, context=8000)
+    result = plan_placement(spec, request)
+    series = placement_series([result], [plan_capacity(spec, request, result,
+                                                       result.plans[0])])
+    figure, ax = plt.subplots()
+    try:
+        _curves(ax, series, [result])
+        figure.canvas.draw()
+        axes = list(figure.axes)
+        assert len(axes) == 2 and all(a.get_ylim()[0] == 0 for a in axes)
+        legend = ax.get_legend().get_window_extent()
+        assert legend.y1 <= ax.get_window_extent().y0  # under the plot, over no curve
+    finally:
+        plt.close(figure)

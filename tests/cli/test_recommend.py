@@ -216,26 +216,23 @@ def test_json_equals_the_library(invoke: Invoke) -> None:
 def test_the_other_engines_commands_keep_their_own_memory_default(invoke: Invoke) -> None:
     """vLLM's 0.92 of the total is not SGLang's fraction of free memory nor TensorRT-LLM's
     of what the weights leave: the equivalents leave the flag to each engine, and each reads
-    back through `inventory launch` to the chosen split, context and batch."""
+    back through `inventory launch` to the chosen split, context and batch. An engine whose
+    command line cannot say the split (llama.cpp has no tensor parallelism) gets none."""
     data = invoke(*SEED, "--ttft", "2s", "--tpot", "50ms", "--format", "json").json()
     chosen, others = data["chosen"], data["equivalents"]
-    assert set(others) >= {"sglang", "trtllm", "llamacpp"}
+    assert set(others) >= {"sglang", "trtllm"}
+    assert ("llamacpp" in others) == (chosen["tp"] == 1)
     assert "--mem-fraction-static" not in others["sglang"]
     assert "free_gpu_memory_fraction" not in others["trtllm"]
-    assert "--split-mode" not in others["llamacpp"]
-    gpus = str(chosen["gpus_per_replica"])
     for name, command in others.items():
-        run = invoke("launch", "--device", "h100", "--count", gpus, "--format", "json", "--",
+        run = invoke("launch", "--device", "h100", "--format", "json", "--",
                      *shlex.split(command))
         assert run.code == 0, (name, run.stderr)
         read = run.json()
         assert read["engine"] == name and read["count"] == chosen["gpus_per_replica"]
         assert read["command"]["max_num_seqs"] == chosen["batch"]
-        if name != "llamacpp":  # llama.cpp splits by layer over the same GPUs
-            assert (read["plan"]["tp"], read["plan"]["pp"]) == (chosen["tp"], chosen["pp"])
-            assert read["context"] == 8000
-        else:
-            assert read["plan"]["pp"] == chosen["gpus_per_replica"]
+        assert (read["plan"]["tp"], read["plan"]["pp"]) == (chosen["tp"], chosen["pp"])
+        assert read["context"] == 8000
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])

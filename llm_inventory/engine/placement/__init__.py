@@ -28,6 +28,7 @@ from llm_inventory.engine.placement.models import (
     SortKey,
     StageFit,
     WidthSummary,
+    WouldFit,
 )
 from llm_inventory.engine.placement.ranking import sort_plans
 from llm_inventory.engine.placement.report import (
@@ -44,7 +45,7 @@ from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
 
 __all__ = ["ORDERS", "DeviceFit", "PlacementRequest", "PlacementResult", "Plan",
-           "RefusedSplit", "SmallestFit", "SortKey", "StageFit", "WidthSummary",
+           "RefusedSplit", "SmallestFit", "SortKey", "StageFit", "WidthSummary", "WouldFit",
            "plan_placement"]
 
 

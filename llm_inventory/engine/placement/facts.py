@@ -255,12 +255,17 @@ class ModelFacts:
             return self._sequence[key]
         total = 0
         block = self.settings.block_size
+        # an engine's own cache type (llama.cpp's q8_0: 8.5 bits a value with its scales)
+        own = self.engine.kv_bits(self.settings)
+        scale = own / DTYPE_BITS[self.kv_dtype] if own is not None else 1.0
         for run in self.state:
             overlap = len(range(max(run.first, start), min(run.first + run.count, stop)))
             if overlap:
                 kind = kinds.get(run.kind)
-                total += overlap * kind.sequence_bytes(
-                    run, context, layer_dtype(run, self.kv_dtype), block, tp)
+                held = kind.sequence_bytes(run, context, layer_dtype(run, self.kv_dtype),
+                                           block, tp)
+                total += overlap * (held if run.dtype or scale == 1.0
+                                    else math.ceil(held * scale))
         self._sequence[key] = total
         return total
 
@@ -298,6 +303,10 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     engine = get_engine(request.engine)
     device = request.device
     weight_dtype, quant = weight_dtypes(spec, request.dtype)
+    own = engine.kv_dtype_word(request.kv_dtype) if request.kv_dtype else None
+    if own is not None:  # the engine's own cache type: its flags ask for it (flags given win)
+        request = request.model_copy(update={
+            "kv_dtype": None, "engine_flags": {**own, **request.engine_flags}})
     kv = kv_dtype(spec, request.kv_dtype, serving=False)
     engine.check_kv_dtype(kv, spec, device)
     context = request.context

@@ -99,6 +99,14 @@ class DeviceFit(BaseModel):
     workload_bytes: int  # `concurrency` requests at `context`
     others_bytes: int = 0  # memory other processes hold on this device (`used_bytes`)
     others_error: str | None = None  # the engine refuses to start beside them, in its words
+    # engines that keep each request's state in slots apart from the tokens (SGLang's Mamba
+    # pool): the slots (a cap on concurrency), their bytes inside kv_pool_bytes, the flag
+    # that sets them, and the count at which slots and tokens hold the most requests
+    state_slots: int | None = None
+    state_slot_bytes: int | None = None
+    state_slots_knob: str | None = None
+    state_slots_best: int | None = None
+    state_slots_best_concurrency: float | None = None
 
 
 class HostFit(BaseModel):
@@ -139,6 +147,9 @@ class Plan(BaseModel):
     startup: list[str] = Field(default_factory=list)  # the engine's lines, binding worker
     startup_error: str | None = None  # the error the engine stops with at start-up, if any
     host: HostFit | None = None  # engines that keep layers in host RAM (llama.cpp)
+    # with --launch: the lines that start one replica, in the engine's own flags (a P/D
+    # plan: both pools and the router); empty when asked for none or the engine cannot say it
+    launch: list[str] = Field(default_factory=list)
 
 
 class WidthSummary(BaseModel):
@@ -168,6 +179,19 @@ class SmallestFit(BaseModel):
     pp: int
     ep: int
     replicas: int
+
+
+class WouldFit(BaseModel):
+    """When nothing fits: what would, each change alone (placement asked again)."""
+
+    devices: SmallestFit | None  # the fewest devices of this type (None: not within searched)
+    devices_searched: int  # the most devices of this type tried
+    longest_context: int | None  # on these devices, the longest one request fits (None: none)
+    dtypes: list[str]  # weight dtypes an engine quantizes to at load that fit these devices
+    kv_dtypes: list[str]  # KV cache dtypes that fit these devices
+    device: str | None  # the catalog device with the least memory that fits this count
+    device_memory_bytes: int | None
+    searched: bool = True  # False: past the counts these searches are run for (64 devices)
 
 
 class PlacementResult(BaseModel):
@@ -208,3 +232,4 @@ class PlacementResult(BaseModel):
     exact: bool = True
     estimated: str | None = None
     trust: dict[str, Trust] = Field(default_factory=dict)  # how each field group was obtained
+    would_fit: WouldFit | None = None  # when nothing fits and the caller asked what would

@@ -1,7 +1,8 @@
 """The order plans are listed in: what "best first" means for each `--sort`.
 
 Every order puts plans that fit first, then legal near misses ranked by the share of the
-workload they hold (a plan whose weights leave no room holds none and comes last); illegal
+workload they hold (a plan whose weights leave no room holds none and comes last), then by
+the bytes per device they lack (the nearest miss first); illegal
 splits are not plans (they are listed once, with their reasons, as refused). Within the
 plans that fit, the sort key decides (see `ORDERS` for the words tables print):
 - throughput (default): the highest estimated decode throughput of the whole deployment
@@ -27,6 +28,15 @@ def held_share(plan: Plan, wanted: int) -> float:
     if plan.total_concurrency is None:
         return 1.0 if plan.fits else 0.0
     return min(1.0, plan.total_concurrency / wanted)
+
+
+def shortfall(plan: Plan) -> float:
+    """Bytes per device a plan lacks to hold the workload (0 when it holds it): its binding
+    device's weights, reserve and workload over what the engine may use."""
+    d = plan.per_device
+    if d is None:
+        return float("inf")
+    return float(max(0, d.weight_bytes + d.reserve_bytes + d.workload_bytes - d.usable_bytes))
 
 
 def _throughput(plan: Plan) -> float:
@@ -55,7 +65,8 @@ def sort_plans(plans: list[Plan], key: SortKey, wanted: int) -> list[Plan]:
     def order(p: Plan) -> tuple[float, ...]:
         status = 0.0 if p.fits else 1.0
         closeness = 0.0 if p.fits else -held_share(p, wanted)
-        return (status, closeness, primary(p), float(p.devices_used),
+        short = 0.0 if p.fits else shortfall(p)
+        return (status, closeness, short, primary(p), float(p.devices_used),
                 0.0 if p.disaggregation is None else 1.0, -(p.total_concurrency or 0.0),
                 float(p.tp), float(p.pp), float(p.ep))
 

@@ -118,6 +118,7 @@ class Reporter:
                 workload_bytes=per_seq * request.concurrency,
                 others_bytes=sized.others,
                 others_error=sized.refused,
+                **_slots(cap, facts.engine.state_slots_knob),
             ),
             stages=[StageFit(stage=i, layers=len(sized.ranges[i]),
                              weight_bytes=sized.weights[i],
@@ -423,3 +424,13 @@ def smallest(plans: list[Plan]) -> SmallestFit | None:
         return None
     return SmallestFit(devices=best.devices_needed, tp=best.tp, pp=best.pp, ep=best.ep,
                        replicas=best.devices_needed // best.devices_per_replica)
+
+
+def _slots(cap: KvCapacity, knob: str | None) -> dict[str, object]:
+    """The state-slot figures of a pool that keeps them apart (none otherwise)."""
+    if not cap.state_slots and not cap.state_slot_bytes:
+        return {}
+    best = cap.state_slots_best_concurrency
+    return {"state_slots": cap.state_slots, "state_slot_bytes": cap.state_slot_bytes,
+            "state_slots_knob": knob, "state_slots_best": cap.state_slots_best,
+            "state_slots_best_concurrency": round(best, 4) if best is not None else None}

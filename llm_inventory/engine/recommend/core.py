@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from random import Random
 
 from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
 from llm_inventory.engine.placement.facts import ModelFacts, model_facts
-from llm_inventory.engine.recommend.launch import LaunchPlan, launch_command
 from llm_inventory.engine.recommend.models import (
     NEAR,
     OBJECTIVES,
@@ -103,8 +102,10 @@ class Evaluator:
         count = request.count or device.devices_per_node or 8
         self.count = count
         self.placement_request = PlacementRequest(
-            device=device, count=count, engine=engine, context=lengths.longest,
-            dtype=request.dtype, kv_dtype=request.kv_dtype, limit=None, calibration=cal)
+            device=device, count=count, engine=engine,
+            context=request.context or lengths.longest, tp=request.tp, pp=request.pp,
+            ep=request.ep, dtype=request.dtype, kv_dtype=request.kv_dtype, limit=None,
+            calibration=cal)
         self.placed = plan_placement(spec, self.placement_request)
         self.facts: ModelFacts = model_facts(spec, self.placement_request)
         self.chunk = self.facts.settings.max_num_batched_tokens
@@ -299,6 +300,9 @@ def _plain(ev: Evaluator, plan: Plan, request: RecommendRequest,
     elif w.concurrency is not None:
         replicas = max(1, math.ceil(w.concurrency / op.batch - 1e-9))
         users = w.concurrency / replicas
+        # a closed loop never has more requests in flight than its users: the engine is
+        # sized to them, not to what its KV pool could hold
+        op = replace(op, batch=min(op.batch, max(1, math.ceil(users - 1e-9))))
     else:
         replicas = 1
     if rate is not None or users is not None:
@@ -339,6 +343,9 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
             best = (b, t)
     assert best is not None
     batch, tpot = best
+    if w.concurrency is not None and w.concurrency < batch:  # a closed loop: its users
+        batch = w.concurrency
+        tpot = round_time(p, cal, Load(decode=batch, context=context), chunk).seconds
     rate = w.qps
     if rate is None:
         users = w.concurrency or batch
@@ -485,6 +492,13 @@ def _check(spec: ModelSpec, request: RecommendRequest, lengths: Lengths) -> None
                          f"{limit:,} positions of {spec.name}")
     if request.workload.qps is not None and request.workload.concurrency is not None:
         raise InputError("qps", "give --qps or --concurrency, not both")
+    if request.context is not None:
+        if request.context < lengths.longest:
+            raise InputError("context", f"{request.context:,} tokens is shorter than the "
+                             f"longest request (ISL + OSL {lengths.longest:,})")
+        if limit is not None and request.context > limit:
+            raise InputError("context", f"{request.context:,} tokens exceeds the {limit:,} "
+                             f"positions of {spec.name}")
 
 
 def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
@@ -508,6 +522,8 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
             for plan in ev.placed.plans:
                 if not plan.legal or not plan.fits:
                     continue
+                if plan.disaggregation is not None and not request.disaggregation:
+                    continue
                 found = (_disaggregated(ev, plan, request)
                          if plan.disaggregation == "prefill/decode"
                          else _plain(ev, plan, request, pareto))
@@ -523,7 +539,7 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
         ev = evaluators[(chosen.device, chosen.engine)]
         launch, equivalents = _launches(ev, chosen, request)
         capacity = _capacity(ev, chosen)
-        if launch is not None and chosen.disaggregation is None:
+        if launch is not None:
             readback = _read_back(spec, ev, chosen, launch)
     shown = ordered[:request.limit] if request.limit else ordered
     loaded = request.workload.qps is not None or request.workload.concurrency is not None
@@ -535,6 +551,10 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
                      "spread of queueing is not modelled)")
     if request.workload.qps is None and request.workload.concurrency is None:
         notes.append("no --qps or --concurrency: one replica with its batch at the bound")
+    if request.context is None and launch is not None:
+        notes.append(f"the launch context is the workload's longest request, ISL + OSL "
+                     f"{lengths.longest:,} tokens: the engine refuses longer ones (give "
+                     "--context for the longest you will serve; plans are sized at it)")
     return RecommendResult(
         model=spec.name, workload=request.workload, targets=request.targets,
         objective=request.objective, order=OBJECTIVES[request.objective],
@@ -559,13 +579,14 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
 
 def _read_back(spec: ModelSpec, ev: Evaluator, plan: RecommendedPlan,
                launch: str) -> dict[str, object]:
-    """`launch` read and predicted as `inventory launch` does, on one replica's GPUs."""
+    """`launch` (its first server line) read and predicted as `inventory launch` does, on
+    one replica's GPUs (one pool's, for a prefill/decode pair: its servers are alike)."""
     import shlex
 
     from llm_inventory.engine import serving
     from llm_inventory.engine.launch import match_program, predict_launch
 
-    era, rest = match_program(shlex.split(launch))
+    era, rest = match_program(shlex.split(launch.splitlines()[0]))
     command = era.parse_launch(rest)
     engine = serving.get(f"{era.name}@{plan.engine_version}")
     result = predict_launch(spec, command, engine, ev.device, plan.gpus_per_replica)
@@ -577,26 +598,29 @@ def _read_back(spec: ModelSpec, ev: Evaluator, plan: RecommendedPlan,
 
 def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -> \
         tuple[str | None, dict[str, str]]:
-    """The chosen plan's command for its engine, and for every other registered engine
+    """The chosen plan's lines for its engine (a prefill/decode plan: both servers and the
+    router), and for every other registered engine whose command line can say the plan
     (with that engine's own memory default: the fractions do not carry over)."""
-    from dataclasses import replace
-
     from llm_inventory.engine import serving
+    from llm_inventory.engine.launch_lines import plan_lines
+    from llm_inventory.engine.serving.launch_line import joined
 
     facts = ev.facts
-    model_kv = facts.kv_dtype if request.kv_dtype is not None else None
-    launch = LaunchPlan(model=request.model_ref, tp=plan.tp, pp=plan.pp, ep=plan.ep,
-                        context=facts.context, memory_fraction=facts.settings.memory_fraction,
-                        max_num_seqs=max(1, plan.batch // max(1, plan.ep // plan.tp
-                                                              if plan.ep > plan.tp else 1)),
-                        max_num_batched_tokens=facts.settings.max_num_batched_tokens,
-                        kv_dtype=model_kv, quantization=request.dtype
-                        if request.dtype in ("fp8",) else None)
-    own = launch_command(plan.engine, launch)
+    ranks = plan.ep // plan.tp if plan.ep > plan.tp and plan.ep % plan.tp == 0 else 1
+    common = {"tp": plan.tp, "pp": plan.pp, "ep": plan.ep, "context": facts.context,
+              "max_num_seqs": max(1, plan.batch // ranks),
+              "max_num_batched_tokens": facts.settings.max_num_batched_tokens,
+              "disaggregation": plan.disaggregation,
+              "kv_dtype": request.kv_dtype,  # as asked: an engine's own word stays its own
+              "quantization": request.dtype if request.dtype in ("fp8",) else None}
+    own = joined(plan_lines(facts.engine, request.model_ref,
+                            memory_fraction=facts.settings.memory_fraction,
+                            flags=dict(facts.settings.flags), **common))  # type: ignore[arg-type]
     others = {}
     for name in serving.names():
-        if name != plan.engine:
-            command = launch_command(name, replace(launch, memory_fraction=None))
+        if name != facts.engine.name:
+            command = joined(plan_lines(serving.get(name), request.model_ref,
+                                        **common))  # type: ignore[arg-type]
             if command is not None:
                 others[name] = command
     return own, others

@@ -84,6 +84,13 @@ class RecommendRequest(BaseModel):
     samples: int = Field(default=200, ge=1, le=100_000)
     limit: int | None = Field(default=None, ge=0)
     calibration: Calibration | None = None
+    # pins: the split's dimensions, the context the engine is launched with (at least the
+    # longest request; default the workload's longest ISL + OSL), and no disaggregated plans
+    tp: int | None = Field(default=None, ge=1)
+    pp: int | None = Field(default=None, ge=1)
+    ep: int | None = Field(default=None, ge=1)
+    context: int | None = Field(default=None, ge=1)
+    disaggregation: bool = True
 
 
 class Cost(BaseModel):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -212,6 +213,14 @@ class KvCapacity(BaseModel):
     block_size: int | None = None
     layer_page_bytes: int = 0
     state_page_bytes: int = 0
+    # Engines that keep each request's fixed state in slots of its own, apart from the token
+    # pool (SGLang's Mamba pool): the slots (they cap concurrency), the bytes they take of
+    # the pool, and the slot count at which slots and tokens hold the most requests at
+    # max_model_len, with that concurrency (what the engine's slot knob can reach).
+    state_slots: int = 0
+    state_slot_bytes: int = 0
+    state_slots_best: int | None = None
+    state_slots_best_concurrency: float | None = None
 
 
 class PoolLayout(ABC):
@@ -423,6 +432,8 @@ class ServingEngine(ABC):
     # Argument prefixes that start this engine: ("vllm", "serve"),
     # ("python", "-m", "sglang.launch_server") … `inventory launch` picks the engine by them.
     programs: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # the flag that sets the state slots of `KvCapacity.state_slots` (None: none)
+    state_slots_knob: ClassVar[str | None] = None
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         """Read the engine's own command line (after its program prefix). Raises InputError
@@ -441,6 +452,22 @@ class ServingEngine(ABC):
         """`command` with the options of the file `options_file` named applied (the
         file's parsed contents; InputError for a value the engine refuses)."""
         return command
+
+    def kv_dtype_word(self, word: str) -> dict[str, FlagValue] | None:
+        """The engine flags that ask for a KV cache type in the engine's own word (llama.cpp's
+        q8_0, q4_0, iq4_nl …), when `word` is one the tool's dtypes do not spell (None)."""
+        return None
+
+    def kv_bits(self, settings: EngineSettings) -> float | None:
+        """Bits one KV value takes as the engine stores it, when its own cache types set it
+        (block scales included); None: the KV dtype's own width."""
+        return None
+
+    def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
+        """The processes to start for `plan` in the engine's own flags, each server line
+        reading back through `parse_launch` to the plan ([]: no writer, or the plan needs
+        settings the engine's command line cannot say)."""
+        return []
 
     def on_devices(self, command: LaunchCommand, count: int) -> LaunchCommand:
         """The command as it runs when it sees `count` devices (most engines: the split it

@@ -51,7 +51,14 @@ from llm_inventory.engine.serving.base import (
     ServingEngine,
     StageShape,
 )
-from llm_inventory.engine.serving.ggml_types import FILE_TYPES, GGML_TYPES, kv_cache_type
+from llm_inventory.engine.serving.ggml_types import (
+    FILE_TYPES,
+    GGML_TYPES,
+    KV_CACHE_TYPES,
+    bits_per_value,
+    kv_cache_type,
+)
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -421,6 +428,23 @@ class LlamaCpp(ServingEngine):
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_llamacpp(argv, self.name)
+
+    def kv_dtype_word(self, word: str) -> dict[str, FlagValue] | None:
+        """llama.cpp's cache types (`-ctk`/`-ctv`, common/arg.cpp kv_cache_types) asked as a
+        KV dtype: both caches of that type."""
+        key = word.strip().lower()
+        if key not in KV_CACHE_TYPES:
+            return None
+        return {"cache_type_k": key, "cache_type_v": key}
+
+    def kv_bits(self, settings: EngineSettings) -> float | None:
+        k, v = (str(settings.flags[f"cache_type_{x}"]) for x in "kv")
+        return (bits_per_value(k) + bits_per_value(v)) / 2
+
+    def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
+        from llm_inventory.engine.serving import llamacpp_line
+
+        return llamacpp_line.write(plan)
 
     def on_devices(self, command: LaunchCommand, count: int) -> LaunchCommand:
         """One process uses every device it sees: `-sm layer` (the default) with no `-ts`

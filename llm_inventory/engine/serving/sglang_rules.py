@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -56,6 +56,7 @@ from llm_inventory.engine.serving.base import (
     ServingEngine,
     StageShape,
 )
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device, MemoryBasis
 from llm_inventory.spec.model import ModelSpec
@@ -211,7 +212,22 @@ class TokenPool(PoolLayout):
             v_bytes=0 if self.latent else full - k, swa_tokens=swa,
             swa_k_bytes=swa_bytes // 2, swa_v_bytes=swa_bytes - swa_bytes // 2,
             mamba_slots=slots, max_running_requests=self.running(tokens, slots) if tokens else 0,
+            state_slots=slots if self.fixed else 0,
+            state_slot_bytes=slots * self.fixed if self.fixed else 0,
+            **self._best_slots(pool_bytes),
         )
+
+    def _best_slots(self, pool_bytes: int) -> dict[str, int | float]:
+        """The --max-mamba-cache-size at which the Mamba slots and the token pool hold the
+        most requests at the context: the slots take `fixed` bytes each first, the tokens
+        the rest (`_figures`), so the two meet near pool ÷ (fixed + cell × context)."""
+        if not self.fixed or not self.page or not self.context:
+            return {}
+        near = int(max(0, pool_bytes) // (self.fixed + self.page * self.context))
+        held = {n: replace(self, mamba_slots_asked=n).measure(pool_bytes)[2]
+                for n in (max(0, near - 1), near, near + 1)}
+        best = max(held, key=lambda n: (held[n], -n))
+        return {"state_slots_best": best, "state_slots_best_concurrency": held[best]}
 
 
 # --- the default fraction and the GPU-size tiers ------------------------------------------
@@ -326,6 +342,7 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     flags: dict[str, FlagValue] = {}
     understood: list[str] = []
     ignored: list[str] = []
+    dp_attention = False
     args = list(argv)
     if args and not args[0].startswith("-"):
         fields["model"] = args.pop(0)
@@ -336,6 +353,11 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
         option, eq, inline = arg.partition("=")
         if option in _SWITCHES and not eq:
             flags[_SWITCHES[option]] = True
+            understood.append(option)
+            i += 1
+            continue
+        if option == "--enable-dp-attention" and not eq:
+            dp_attention = True
             understood.append(option)
             i += 1
             continue
@@ -389,8 +411,32 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     for flag, name in common.items():
         if flag in flags:
             fields[name] = flags.pop(flag)
+    if dp_attention:
+        _dp_attention(fields)
     return LaunchCommand.model_validate({"engine": "sglang", **fields, "flags": flags,
                                          "understood": understood, "ignored": ignored})
+
+
+def _dp_attention(fields: dict[str, object]) -> None:
+    """--enable-dp-attention read as SGLang runs it (server_args.py
+    `_handle_data_parallelism`): --tp-size is every device of the instance, split into
+    --dp-size attention ranks of tp ÷ dp devices each (tp_size % dp_size == 0 asserted);
+    the MoE layers span all tp-size devices; --chunked-prefill-size and
+    --max-running-requests are divided by dp_size per rank. Placement's shape for it:
+    tp = tp_size ÷ dp attention-TP, ep = tp_size, dp engines (as vLLM's --data-parallel-size
+    with --enable-expert-parallel reads)."""
+    tp, dp = int(str(fields.get("tp", 1))), int(str(fields.get("dp", 1)))
+    if dp <= 1:  # SGLang turns DP attention off at dp_size 1
+        return
+    if tp % dp:
+        raise InputError("launch", f"--enable-dp-attention needs --tp-size ({tp}) to be a "
+                         f"multiple of --dp-size ({dp}): SGLang splits the tp devices into "
+                         "dp attention ranks")
+    fields.update(tp=tp // dp, ep=tp)
+    for name in ("max_num_seqs", "max_num_batched_tokens"):
+        value = fields.get(name)
+        if isinstance(value, int) and value > 0:
+            fields[name] = max(1, value // dp)
 
 
 COMMON_RULES: tuple[tuple[str, str], ...] = (
@@ -415,6 +461,7 @@ class SglangEngine(ServingEngine):
     """SGLang in one accounting era; subclasses set the era's rules (class attributes)."""
 
     name = "sglang"
+    state_slots_knob = "--max-mamba-cache-size"
     summary = ("KV pool = mem_fraction_static × free memory after the distributed init − "
                "weights, in cells of one token (K and V of every layer), floored to the page")
     fraction_rule: ClassVar[FractionRule]
@@ -583,6 +630,11 @@ class SglangEngine(ServingEngine):
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_sglang_argv(argv)
+
+    def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
+        from llm_inventory.engine.serving import sglang_line
+
+        return sglang_line.write(plan)
 
     def startup_lines(self, capacity: KvCapacity, pool_bytes: int,
                       settings: EngineSettings) -> list[str]:

@@ -54,6 +54,7 @@ from llm_inventory.engine.serving.base import (
     StartupContext,
     StartupReport,
 )
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_reserve
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -299,6 +300,11 @@ class TensorRtLlm(ServingEngine):
         if not isinstance(options, dict):
             raise InputError("extra_llm_api_options", "must be a mapping of LLM API options")
         return extra_options(command, options)
+
+    def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
+        from llm_inventory.engine.serving import trtllm_line
+
+        return trtllm_line.write(plan)
 
     # --- what it prints -------------------------------------------------------------------
 

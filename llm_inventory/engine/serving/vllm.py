@@ -48,6 +48,7 @@ from llm_inventory.engine.serving.base import (
     ServingEngine,
     StageShape,
 )
+from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.serving.paged import pool_layout
 from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.engine.serving.vllm_reserve import ReserveModel, estimate_reserve
@@ -238,6 +239,11 @@ class VllmV1(ServingEngine):
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_vllm(argv)
+
+    def launch_lines(self, plan: LaunchPlan) -> list[LaunchLine]:
+        from llm_inventory.engine.serving import vllm_line
+
+        return vllm_line.write(plan)
 
     # the packed sparse-MLA record each KV dtype selects (`kinds/packed_mla.py`): an fp8
     # cache becomes `fp8_ds_mla` for DeepSeek-V3.2-style models
