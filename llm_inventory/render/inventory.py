@@ -235,13 +235,15 @@ def _roofline(inv: Inventory, units: UnitSystem) -> list[Part]:
         side = "above" if intensity >= ridge else "below"
         table.add_row(name, f"{intensity:,.1f} FLOP/B", side, bound,
                       f"{seconds * 1000:,.2f} ms")
+    at_peak = eff.bound  # 100 % of every rate: the roofline is the physics bound
+    reached = ("" if at_peak else
+               f", {ridge:,.0f} at the {eff.compute:.0%} of FLOP/s and {eff.bandwidth:.0%} "
+               "of bandwidth reached (the ridge the phases are placed against)")
     return [
-        _heading(f"6. Roofline on one {t.device} (estimate)"),
+        _heading(f"6. Roofline on one {t.device} ({'bound' if at_peak else 'estimate'})"),
         Text(f"peak {t.peak_flops / 1e12:,.0f} TFLOP/s, "
              f"{format_bytes(t.memory_bandwidth_bytes_per_s, units)}/s: ridge point "
-             f"{t.ridge_flops_per_byte:,.0f} FLOP/B at peak, {ridge:,.0f} at the "
-             f"{eff.compute:.0%} of FLOP/s and {eff.bandwidth:.0%} of bandwidth reached "
-             "(the ridge the phases are placed against)"),
+             f"{t.ridge_flops_per_byte:,.0f} FLOP/B at peak{reached}"),
         table,
         Text(f"TTFT {t.ttft_s * 1000:,.1f} ms · TPOT {t.tpot_s * 1000:,.2f} ms · "
              f"{t.tokens_per_s_per_device:,.0f} tokens/s — {t.estimate}", style="dim"),
