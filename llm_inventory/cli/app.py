@@ -322,6 +322,7 @@ lazy.register(app, "recommend", "llm_inventory.cli.recommend:recommend", Bounded
 lazy.register(app, "compare", "llm_inventory.cli.inventory:compare", BoundedCommand)
 lazy.register(app, "launch", "llm_inventory.cli.launch:launch", BoundedCommand,
               {"ignore_unknown_options": True, "allow_interspersed_args": False})
+lazy.register(app, "calibrate", "llm_inventory.cli.calibrate:calibrate", BoundedCommand)
 lazy.register(app, "engines", "llm_inventory.cli.engines:engines", BoundedCommand)
 lazy.register(app, "models", "llm_inventory.cli.models:models", BoundedCommand)
 lazy.register(app, "devices", "llm_inventory.cli.devices:devices", BoundedCommand)

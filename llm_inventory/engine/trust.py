@@ -6,6 +6,8 @@
 - `calibrated estimate`: fitted on measurements, with the error band it showed there (the
   runtime reserve, the time model);
 - `roofline`: physics only (peak FLOP/s and bandwidth at fixed fractions);
+- `calibrated on your log`: an engine's reserve moved by a local profile learned from the
+  user's own start-up log (`inventory calibrate`; the basis names the file and date);
 - `estimate`: read from the standard config keys of an architecture no importer models
   (the generic estimate): a figure that would be `exact` for a modelled architecture.
 JSON carries them per field group (`trust`); tables show a legend and a mark per column.
@@ -20,11 +22,12 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from llm_inventory.spec.model import ModelSpec
 
-TrustKind = Literal["exact", "engine rule", "calibrated estimate", "roofline", "estimate"]
+TrustKind = Literal["exact", "engine rule", "calibrated estimate", "roofline", "estimate",
+                    "calibrated on your log"]
 
 #: The mark a table column carries for each kind.
 MARKS: dict[str, str] = {"exact": "", "engine rule": "°", "calibrated estimate": "~",
-                         "roofline": "^", "estimate": "≈"}
+                         "roofline": "^", "estimate": "≈", "calibrated on your log": "*"}
 
 
 class Trust(BaseModel):

@@ -1,0 +1,58 @@
+"""Tables for `inventory calibrate`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from llm_inventory.engine.calibrate import Row
+from llm_inventory.units import UnitSystem, format_bytes
+
+
+def _value(row: Row, value: float | None, units: UnitSystem) -> str:
+    if value is None:
+        return "—"
+    if row.unit == "bytes":
+        sign = "−" if value < 0 else ""
+        return sign + format_bytes(abs(value), units)
+    if row.unit == "x":
+        return f"{value:,.2f}x"
+    return f"{value:,.0f}"
+
+
+def calibrate_tables(run: Any, units: UnitSystem) -> list[Table | Text]:
+    parts: list[Table | Text] = []
+    for report in run.reports:
+        log = report.log
+        layout = f"tp{log.tp or 1} pp{log.pp or 1}"
+        version = log.version or "(release not printed)"
+        parts.append(Text(f"{report.source}: {log.dialect} {version}, "
+                          f"{report.model or 'model not named'}, {report.device}, {layout}; "
+                          f"predicted as {report.engine_label}", style="bold"))
+        if report.checks:
+            checks = Table(title="the log's own figures, recomputed from each other")
+            for name in ("figure", "printed", "recomputed", "from", "ok"):
+                checks.add_column(name, overflow="fold")
+            for c in report.checks:
+                checks.add_row(c.key, c.printed, c.derived, c.formula, "yes" if c.holds else "NO")
+            parts.append(checks)
+        if report.rows:
+            rows = Table(title="printed beside predicted")
+            for name in ("figure", "printed", "predicted", "diff", "why"):
+                rows.add_column(name, overflow="fold")
+            for r in report.rows:
+                diff = "—" if r.relative is None else f"{r.relative:+.1%}"
+                rows.add_row(r.key, r.printed_text, _value(r, r.predicted, units), diff,
+                             "" if r.holds else r.rule)
+            parts.append(rows)
+        if report.startup_error:
+            parts.append(Text(f"predicted stop: {report.startup_error}", style="red"))
+        for note in report.notes:
+            parts.append(Text(note, style="yellow"))
+    if run.profile:
+        parts.append(Text(f"kept in {run.profile} ({run.entries} entries): {run.note}"))
+    if run.exported:
+        parts.append(Text(f"exported to {run.exported}"))
+    return parts
