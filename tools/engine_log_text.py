@@ -32,7 +32,9 @@ def _vllm_019(run: dict) -> str:
         f"pipeline_parallel_size={run['pp']}, quantization={run['quantization']}, "
         f"kv_cache_dtype={run['kv_cache_dtype']}",
     ]
-    worker = "(Worker_TP0 pid=0) " if tp > 1 else ec
+    printer = a.get("printed_by", {}).get("kv_cache_gib", "")
+    worker = f"({printer} pid=0) " if printer.startswith("Worker_") else (
+        "(Worker_TP0 pid=0) " if tp > 1 else ec)
     lines.append(f"{worker}INFO [gpu_model_runner.py] Model loading took "
                  f"{a['weights_gib']:.2f} GiB memory")
     if "init_free_gib" in a:
@@ -40,11 +42,18 @@ def _vllm_019(run: dict) -> str:
                      f"{a['init_free_gib']:.2f} GiB; Requested memory: "
                      f"{run['gpu_memory_utilization']:.2f} (util), "
                      f"{a['requested_memory_gib']:.2f} GiB")
-    if all(k in a for k in ("total_non_kv_gib", "activation_gib", "non_torch_gib")):
-        lines.append(f"{worker}DEBUG [gpu_worker.py] Total non KV cache memory: "
-                     f"{a['total_non_kv_gib']:.2f}GiB; torch peak memory increase: "
-                     f"{a['activation_gib']:.2f}GiB; non-torch forward increase memory: "
-                     f"{a['non_torch_gib']:.2f}GiB; weights memory: {a['weights_gib']:.2f}GiB.")
+    # one profile line per worker, in the order the record lists them (ranks interleave)
+    profiles = a.get("per_worker_profile") or [
+        {"worker": worker, **{k: a[k] for k in ("total_non_kv_gib", "activation_gib",
+                                                 "non_torch_gib", "weights_gib") if k in a}}]
+    for p in profiles:
+        if not all(k in p for k in ("total_non_kv_gib", "activation_gib", "non_torch_gib")):
+            continue
+        prefix = p["worker"] if p["worker"].startswith("(") else f"({p['worker']} pid=0) "
+        lines.append(f"{prefix}DEBUG [gpu_worker.py] Total non KV cache memory: "
+                     f"{p['total_non_kv_gib']:.2f}GiB; torch peak memory increase: "
+                     f"{p['activation_gib']:.2f}GiB; non-torch forward increase memory: "
+                     f"{p['non_torch_gib']:.2f}GiB; weights memory: {p['weights_gib']:.2f}GiB.")
     lines.append(f"{worker}INFO [gpu_worker.py] Available KV cache memory: "
                  f"{a['kv_cache_gib']:.2f} GiB")
     lines.append(f"{ec}INFO [kv_cache_utils.py] GPU KV cache size: {a['kv_tokens']:,} tokens")

@@ -113,7 +113,7 @@ def calibrate(
     engine's reserve is kept in the local calibration profile, which later `launch` runs
     apply (labelled "calibrated on your log").
 
-    Example: inventory calibrate examples/logs/vllm-0.19-qwen3-8b.log
+    Example: inventory calibrate examples/logs/vllm-0.19-llama-3.1-8b.log
     """
     from llm_inventory.cli.launch import resolve_model
     from llm_inventory.cli.profile_store import load_profile, profile_path, save_profile

@@ -151,5 +151,5 @@ def launch(
         return launch_tables(result, units_of(units))
 
     emit(result, fmt, table)
-    if not result.starts:
+    if result.startup_error is not None:  # the engine stops at start-up: a failed check
         raise typer.Exit(1)

@@ -49,6 +49,7 @@ RULES: dict[str, str] = {
                  "width and GPU family; the log's figure is the measurement",
     "cuda_graph": "CUDA-graph memory: estimated per captured batch size; the log measured it",
     "reserve_total": "weights + activation peak + non-torch memory: the sum of the rows above",
+    "peak_torch": "weights + activation peak, as torch's allocator peaked during profiling",
     "kv_pool": "pool = budget − weights − reserve: its difference is the sum of the "
                "differences of the rows above",
     "kv_size": "llama.cpp's cache is cells × layers × K and V widths × type size: a "
@@ -62,8 +63,8 @@ RULES: dict[str, str] = {
 }
 # printed key → how to read the predicted value from a launch prediction
 _PREDICTED = ("weights", "weights_profiled", "activation", "non_torch", "cuda_graph",
-              "reserve_total", "kv_pool", "kv_size", "kv_tokens", "max_total_num_tokens",
-              "kv_blocks", "max_concurrency", "budget")
+              "reserve_total", "peak_torch", "kv_pool", "kv_size", "kv_tokens",
+              "max_total_num_tokens", "kv_blocks", "max_concurrency", "budget")
 
 
 class Row(BaseModel):
@@ -94,7 +95,10 @@ class ProfileEntry(BaseModel):
     model: str
     tp: int
     part: str  # non_torch, activation, cuda_graph, other
-    delta_bytes: int  # added to the reserve's part
+    delta_bytes: int = 0  # added to the reserve's part
+    # the part's estimate multiplied by this first (the activation peak: it grows with the
+    # tokens profiled, so the measured ÷ estimated ratio carries to other settings)
+    scale: float = 1.0
     source: str  # the log's file name
     date: str  # ISO date it was learned
 
@@ -186,6 +190,7 @@ def _predicted(result: LaunchResult, key: str) -> float | None:
         "cuda_graph": reserve.cuda_graph_bytes or None,
         "reserve_total": fit.weight_bytes + reserve.non_torch_bytes
         + reserve.activation_bytes,
+        "peak_torch": fit.weight_bytes + reserve.activation_bytes,
         "kv_pool": fit.kv_pool_bytes, "kv_size": fit.kv_pool_bytes,
         "kv_tokens": fit.kv_capacity_tokens, "max_total_num_tokens": fit.kv_capacity_tokens,
         "kv_blocks": fit.kv_blocks, "max_concurrency": result.plan.max_concurrency,
@@ -216,6 +221,19 @@ def rows_of(log: StartupLog, result: LaunchResult | None) -> list[Row]:
     return rows
 
 
+def _measured(log: StartupLog, part: str) -> int | None:
+    """A reserve part as the log measured it (V0's older line gives the activation peak as
+    torch's peak less the weights)."""
+    figure = log.figure(part)
+    if figure is not None:
+        return int(figure.base)
+    peak, weights = log.figure("peak_torch"), log.figure("weights") or log.figure(
+        "weights_profiled")
+    if part == "activation" and peak is not None and weights is not None:
+        return int(peak.base) - int(weights.base)
+    return None
+
+
 def learn(log: StartupLog, result: LaunchResult, source: str, date: str,
           gpu: str) -> list[ProfileEntry]:
     """What the log measured beyond the tool's estimate, per part of the reserve, so that
@@ -233,13 +251,16 @@ def learn(log: StartupLog, result: LaunchResult, source: str, date: str,
     base = {"engine": result.engine, "release": result.engine_version, "gpu": gpu,
             "model": result.model, "tp": result.command.tp, "source": source, "date": date}
     for part, predicted in parts.items():
-        figure = log.figure(part)
-        if figure is None:
+        measured = _measured(log, part)
+        if measured is None:
             continue
-        delta = int(figure.base) - predicted
+        delta = measured - predicted
         explained += delta
-        entries.append(ProfileEntry.model_validate({**base, "part": part,
-                                                    "delta_bytes": delta}))
+        if part == "activation" and predicted > 0:
+            entry = {"part": part, "scale": measured / predicted}
+        else:
+            entry = {"part": part, "delta_bytes": delta}
+        entries.append(ProfileEntry.model_validate({**base, **entry}))
     other = (fit.kv_pool_bytes - int(pool.base)) - explained
     entries.append(ProfileEntry.model_validate({**base, "part": "other", "delta_bytes": other}))
     return entries
@@ -248,14 +269,17 @@ def learn(log: StartupLog, result: LaunchResult, source: str, date: str,
 def calibrated_engine(engine: ServingEngine, entries: Sequence[ProfileEntry]) -> ServingEngine:
     """`engine` with its reserve moved by the profile's entries (its other rules kept)."""
     deltas: dict[str, int] = {}
+    scales: dict[str, float] = {}
     for entry in entries:
         deltas[entry.part] = deltas.get(entry.part, 0) + entry.delta_bytes
+        scales[entry.part] = scales.get(entry.part, 1.0) * entry.scale
     base = type(engine)
 
     def reserve(self: ServingEngine, shape: object, settings: object) -> ReserveEstimate:
         found: ReserveEstimate = base.reserve(self, shape, settings)  # type: ignore[arg-type]
         non_torch = max(0, found.non_torch_bytes + deltas.get("non_torch", 0))
-        activation = max(0, found.activation_bytes + deltas.get("activation", 0))
+        activation = max(0, round(found.activation_bytes * scales.get("activation", 1.0))
+                         + deltas.get("activation", 0))
         graphs = max(0, found.cuda_graph_bytes + deltas.get("cuda_graph", 0)) \
             if found.cuda_graph_bytes else 0
         rest = found.reserve_bytes - found.non_torch_bytes - found.activation_bytes \
@@ -318,7 +342,7 @@ def compare_log(log: StartupLog, source: str, spec: ModelSpec | None, device: De
     if newer:
         notes.append(f"{log.version} is newer than the newest release modelled ({newest}): "
                      f"its rules were applied; held within 1 %: {', '.join(held) or 'none'}")
-    if not log.version:
+    if not log.version and engine.version != log.version:
         notes.append(f"the log does not print the engine's release: {engine.label}'s rules "
                      "were applied (give --engine-version)")
     if log.truncated:

@@ -10,10 +10,17 @@ from rich.text import Text
 from llm_inventory.engine.calibrate import Row
 from llm_inventory.units import UnitSystem, format_bytes
 
+_SCALE = {"GiB": 2**30, "GB": 2**30, "MiB": 2**20, "MB": 2**20, "bytes": 1}
+
 
 def _value(row: Row, value: float | None, units: UnitSystem) -> str:
+    """A predicted figure as the engine would print it: its unit and decimals."""
     if value is None:
         return "—"
+    number, _, unit = row.printed_text.rpartition(" ")
+    if unit in _SCALE:
+        places = len(number.partition(".")[2])
+        return f"{value / _SCALE[unit]:.{places}f} {unit}"
     if row.unit == "bytes":
         sign = "−" if value < 0 else ""
         return sign + format_bytes(abs(value), units)
@@ -52,7 +59,8 @@ def calibrate_tables(run: Any, units: UnitSystem) -> list[Table | Text]:
         for note in report.notes:
             parts.append(Text(note, style="yellow"))
     if run.profile:
-        parts.append(Text(f"kept in {run.profile} ({run.entries} entries): {run.note}"))
+        parts.append(Text(f"kept in {run.profile} ({run.entries} entries); it moves only "
+                          "the engine's reserve, never an exact figure"))
     if run.exported:
         parts.append(Text(f"exported to {run.exported}"))
     return parts

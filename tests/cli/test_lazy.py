@@ -16,7 +16,8 @@ from llm_inventory.cli.app import app
 # Command → the module that implements it (`compare` lives beside `inventory`).
 MODULES = {
     "kv": "kv", "inventory": "inventory", "placement": "placement", "recommend": "recommend",
-    "compare": "inventory", "launch": "launch", "engines": "engines", "models": "models",
+    "compare": "inventory", "launch": "launch", "calibrate": "calibrate", "engines": "engines",
+    "models": "models",
     "devices": "devices", "route": "route", "sample": "sample", "schema": "schema",
 }
 COMMAND_MODULES = {f"llm_inventory.cli.{m}" for m in MODULES.values()}

@@ -54,10 +54,11 @@ PATTERNS: tuple[Pattern, ...] = (
                 rf"reserved for KV Cache is {_N} ?GiB"),
      [("weights_profiled", "GiB"), ("non_torch", "GiB"), ("activation", "GiB"),
       ("kv_pool", "GiB")]),
-    (re.compile(rf"total_gpu_memory={_N}GiB.*?non_torch_memory={_N}GiB, kv_cache_size="
-                rf"{_N}GiB, gpu_memory_utilization={_N}"),
-     [("total_memory", "GiB"), ("non_torch", "GiB"), ("kv_pool", "GiB"),
-      ("utilization", "x")]),
+    (re.compile(rf"total_gpu_memory={_N}GiB[,\s]+initial_memory_usage={_N}GiB[,\s]+"
+                rf"peak_torch_memory={_N}GiB.*?non_torch_memory={_N}GiB[,\s]+kv_cache_size="
+                rf"{_N}GiB[,\s]+gpu_memory_utilization={_N}"),
+     [("total_memory", "GiB"), ("initial_usage", "GiB"), ("peak_torch", "GiB"),
+      ("non_torch", "GiB"), ("kv_pool", "GiB"), ("utilization", "x")]),
     (re.compile(rf"Initial free memory: {_N} ?GiB; Requested memory: {_N} \(util\), "
                 rf"{_N} ?GiB"), [("initial_free", "GiB"), ("utilization", "x"),
                                  ("budget", "GiB")]),
@@ -68,7 +69,7 @@ PATTERNS: tuple[Pattern, ...] = (
       ("weights_profiled", "GiB")]),
     (re.compile(rf"Available KV cache memory: {_N} ?GiB"), [("kv_pool", "GiB")]),
     (re.compile(rf"GPU KV cache size: {_N} tokens"), [("kv_tokens", "tokens")]),
-    (re.compile(rf"# (?:GPU|CUDA|cuda|gpu) blocks: {_N}"), [("kv_blocks", "blocks")]),
+    (re.compile(rf"(?:^|# )(?:GPU|CUDA|cuda|gpu) blocks: {_N}"), [("kv_blocks", "blocks")]),
     (re.compile(rf"num_gpu_blocks is: {_N}"), [("kv_blocks", "blocks")]),
     (re.compile(rf"Maximum concurrency for {_N} tokens per request: {_N}x"),
      [("concurrency_context", "tokens"), ("max_concurrency", "x")]),
@@ -87,7 +88,8 @@ _CONFIG = re.compile(r"Initializing an? (?:V1 )?LLM engine.*?with config: (.*)")
 _ARGS = re.compile(r"non-default args: (\{.*\})")
 _SERVE = re.compile(r"\bvllm serve (\S+)(.*)")
 _MARKERS = (re.compile(r"vLLM|vllm"), re.compile(r"KV Cache is \d|GPU KV cache size|"
-            r"reserved for KV Cache|# (?:GPU|CUDA|cuda) blocks|Available KV cache memory|"
+            r"reserved for KV Cache|(?:GPU|CUDA|cuda) blocks: \d|Available KV cache memory|"
+            r"Memory profiling results: total_gpu_memory|"
             r"Maximum concurrency for [\d,]+ tokens per request"))
 
 
@@ -200,6 +202,10 @@ def checks(log: StartupLog) -> list[Check]:
     found = [
         check(log, "budget", "total_gpu_memory × gpu_memory_utilization", ["total_memory"],
               lambda f: float(f[0].base) * (util or 0), [util or 0]) if util else None,
+        check(log, "kv_pool", "total × utilisation − peak torch memory − non-torch memory",
+              ["total_memory", "peak_torch", "non_torch"],
+              lambda f: float(f[0].base) * (util or 0) - float(f[1].base) - float(f[2].base),
+              [util or 0, 1, 1]) if util and log.figure("peak_torch") else
         check(log, "kv_pool", "budget − weights − non_torch − activation peak",
               ["budget", "weights_profiled", "non_torch", "activation"],
               lambda f: float(f[0].base) - sum(float(x.base) for x in f[1:]))
