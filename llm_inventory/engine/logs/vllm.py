@@ -86,6 +86,8 @@ _V1 = re.compile(r"Initializing a V1 LLM engine|EngineCore|Available KV cache me
                  r"GPU KV cache size")
 _CONFIG = re.compile(r"Initializing an? (?:V1 )?LLM engine.*?with config: (.*)")
 _ARGS = re.compile(r"non-default args: (\{.*\})")
+_STARTED = (re.compile(r"vLLM API server version|Initializing an? (?:V1 )?LLM engine|"
+                       r"non-default args: \{|Model loading took|Loading model weights took"),)
 _SERVE = re.compile(r"\bvllm serve (\S+)(.*)")
 _MARKERS = (re.compile(r"vLLM|vllm"), re.compile(r"KV Cache is \d|GPU KV cache size|"
             r"reserved for KV Cache|(?:GPU|CUDA|cuda) blocks: \d|Available KV cache memory|"
@@ -94,7 +96,9 @@ _MARKERS = (re.compile(r"vLLM|vllm"), re.compile(r"KV Cache is \d|GPU KV cache s
 
 
 def score(lines: Sequence[LogLine]) -> int:
-    return 3 * count(lines, _MARKERS[1:]) + min(count(lines, _MARKERS[:1]), 3)
+    """Memory lines count most; the banner, config and loading lines make a truncated log
+    still vLLM's. A mere mention of vLLM is not a start-up log."""
+    return 3 * count(lines, _MARKERS[1:]) + 2 * count(lines, _STARTED)
 
 
 def _config(text: str) -> dict[str, str]:
