@@ -25,8 +25,9 @@ def _value(row: Row, value: float | None, units: UnitSystem) -> str:
         sign = "−" if value < 0 else ""
         return sign + format_bytes(abs(value), units)
     if row.unit == "x":
-        return f"{value:,.2f}x"
-    return f"{value:,.0f}"
+        return f"{value:,.2f} x"
+    text = f"{value:,.0f}" if "," in number else f"{value:.0f}"
+    return f"{text} {unit}"
 
 
 def calibrate_tables(run: Any, units: UnitSystem) -> list[Table | Text]:

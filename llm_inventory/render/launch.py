@@ -41,8 +41,12 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
     elif result.longest_context == 0:
         parts.append(Text("no context fits: the weights and the reserve leave no room for the "
                           "KV cache", style="yellow"))
-    parts.append(Text("* the reserve (activation peak, non-torch memory, CUDA graphs where "
-                      "the engine subtracts them) is an estimate", style="dim"))
+    local = result.trust.get("reserve")
+    if local is not None and local.kind == "calibrated on your log":
+        parts.append(Text(f"* the reserve is {local.basis}", style="dim"))
+    else:
+        parts.append(Text("* the reserve (activation peak, non-torch memory, CUDA graphs "
+                          "where the engine subtracts them) is an estimate", style="dim"))
     if result.trust:
         parts.append(Text("trust: " + "; ".join(f"{group.replace('_', ' ')} {t.label()}"
                                                 for group, t in result.trust.items()),
