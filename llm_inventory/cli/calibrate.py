@@ -61,7 +61,7 @@ def _read(name: str) -> tuple[str, str, str]:
 def _device(log: StartupLog, given: str | None) -> tuple[Device, str]:
     """The device the log ran on, with the memory it printed, and its profile key."""
     from llm_inventory.errors import InputError
-    from llm_inventory.spec.devices import Device, resolve_device
+    from llm_inventory.spec.devices import custom_device, resolve_device
 
     chosen = None
     if given:
@@ -78,8 +78,10 @@ def _device(log: StartupLog, given: str | None) -> tuple[Device, str]:
         return chosen, chosen.id
     if memory is None:
         raise InputError("device", "the log prints no device memory; pass --device")
-    name = log.gpu or f"GPU with {memory / 2**30:.2f} GiB"
-    return Device(id="log-gpu", name=name, memory_bytes=memory), f"{memory / 2**30:.2f} GiB"
+    device = custom_device(memory)
+    if log.gpu:
+        device = device.model_copy(update={"name": log.gpu})
+    return device, f"{memory / 2**30:.2f} GiB"
 
 
 def calibrate(

@@ -11,8 +11,6 @@ from llm_inventory.cli.common import FormatOption, UnitsOption, bytes_parser, un
 from llm_inventory.render.output import OutputFormat, Units
 
 if TYPE_CHECKING:
-    from llm_inventory.engine.calibrate import ProfileEntry
-    from llm_inventory.engine.serving import ServingEngine
     from llm_inventory.spec.devices import Device
     from llm_inventory.spec.model import ModelSpec
 
@@ -56,29 +54,13 @@ def device_of(device: str | None, memory: int | None) -> Device:
     """The device a launch runs on: a catalog device, its memory replaced by `memory` when
     given (a slice, a card as its runtime reports it), or any card of `memory` bytes."""
     from llm_inventory.errors import InputError
-    from llm_inventory.spec.devices import Device, resolve_device
+    from llm_inventory.spec.devices import custom_device, resolve_device
 
     if device is None and memory is None:
         raise InputError("device", "missing: say which device the command runs on (see "
                          "`inventory devices`), or give --device-memory")
-    if device is None:
-        assert memory is not None
-        return Device(id="custom", name=f"GPU with {memory / 2**30:.2f} GiB",
-                      memory_bytes=memory)
-    chosen = resolve_device(device)
-    return chosen if memory is None else chosen.model_copy(update={"memory_bytes": memory})
-
-
-def profile_entries(path: Path | None, engine: ServingEngine, device: Device, model: str,
-                    tp: int) -> list[ProfileEntry]:
-    """The calibration profile's entries for this engine release, device, model and TP."""
-    from llm_inventory.cli.profile_store import load_profile, profile_path
-
-    profile = load_profile(profile_path(path))
-    found = []
-    for gpu in (device.id, f"{device.memory_bytes / 2**30:.2f} GiB"):
-        found.extend(profile.matching(engine.name, engine.version, gpu, model, tp))
-    return found
+    chosen = resolve_device(device) if device is not None else None
+    return custom_device(memory, chosen) if memory is not None else chosen  # type: ignore[return-value]
 
 
 def launch(
@@ -118,6 +100,7 @@ def launch(
 
     Example: inventory launch -d h100 -- vllm serve Qwen/Qwen3-8B -tp 2
     """
+    from llm_inventory.cli.profile_store import local_entries
     from llm_inventory.engine.calibrate import applied, calibrated_trust
     from llm_inventory.engine.launch import match_program, predict_launch
     from llm_inventory.engine.serving import get
@@ -135,7 +118,7 @@ def launch(
     version = engine_version or parsed.version
     engine = get(f"{era.name}@{version}", "engine_version") if version else era
     spec = resolve_model(parsed.model)
-    entries = [] if no_local_calibration else profile_entries(
+    entries = [] if no_local_calibration else local_entries(
         profile, engine, chosen, spec.name, parsed.tp)
     with applied(engine, entries) as used:
         result = predict_launch(spec, parsed, used, chosen, count)

@@ -13,9 +13,17 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llm_inventory.errors import InputError
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.calibrate import Profile, ProfileEntry
+    from llm_inventory.engine.serving import ServingEngine
+    from llm_inventory.spec.devices import Device
 
 PROFILE_BYTES = 4 * 2**20  # a profile holds a few entries per log; megabytes means not one
 FILE_NAME = "calibration.json"
@@ -37,7 +45,7 @@ def profile_path(given: Path | None) -> Path:
     return given if given is not None else config_dir() / FILE_NAME
 
 
-def load_profile(path: Path):  # type: ignore[no-untyped-def]
+def load_profile(path: Path) -> Profile:
     """The profile at `path` (an empty one when there is none); InputError when malformed."""
     from pydantic import ValidationError
 
@@ -80,3 +88,37 @@ def save_profile(path: Path, profile: object) -> None:
             raise
     except OSError as exc:
         raise InputError("profile", f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def gpu_keys(device: Device) -> tuple[str, ...]:
+    """The names a profile may know a device by: its catalog id, or its memory (a log that
+    printed only the memory, or `--device-memory`)."""
+    return (device.id, f"{device.memory_bytes / 2**30:.2f} GiB")
+
+
+def local_entries(path: Path | None, engine: ServingEngine, device: Device, model: str,
+                  tp: int | None = None) -> list[ProfileEntry]:
+    """The profile's entries for this engine release, device and model (and TP width, when
+    given; placement takes every width's, each applied only at its own)."""
+    profile = load_profile(profile_path(path))
+    found = [e for e in profile.entries
+             if (e.engine, e.release, e.model) == (engine.name, engine.version, model)
+             and e.gpu in gpu_keys(device) and (tp is None or e.tp == tp)]
+    return found
+
+
+@contextmanager
+def local_calibration(path: Path | None, off: bool, engine_spec: str, device: Device,
+                      model: str) -> Iterator[list[ProfileEntry]]:
+    """While the block runs, engine `engine_spec` answers with the profile's entries for
+    this device and model applied (none when `off`); yields the entries used."""
+    from llm_inventory.engine.calibrate import applied
+    from llm_inventory.engine.serving import get
+
+    if off:
+        yield []
+        return
+    engine = get(engine_spec)
+    entries = local_entries(path, engine, device, model)
+    with applied(engine, entries):
+        yield entries

@@ -26,7 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from llm_inventory.engine.launch import LaunchResult, predict_launch
 from llm_inventory.engine.logs import Check, StartupLog
 from llm_inventory.engine.serving import ServingEngine, era_ranges, register, unregister
-from llm_inventory.engine.serving.base import LaunchCommand, ReserveEstimate
+from llm_inventory.engine.serving.base import (
+    EngineSettings,
+    LaunchCommand,
+    ReserveEstimate,
+    StageShape,
+)
 from llm_inventory.engine.trust import Trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -269,29 +274,39 @@ def learn(log: StartupLog, result: LaunchResult, source: str, date: str,
     return entries
 
 
-def calibrated_engine(engine: ServingEngine, entries: Sequence[ProfileEntry]) -> ServingEngine:
-    """`engine` with its reserve moved by the profile's entries (its other rules kept)."""
+def _adjusted(found: ReserveEstimate, entries: Sequence[ProfileEntry]) -> ReserveEstimate:
     deltas: dict[str, int] = {}
     scales: dict[str, float] = {}
     for entry in entries:
         deltas[entry.part] = deltas.get(entry.part, 0) + entry.delta_bytes
         scales[entry.part] = scales.get(entry.part, 1.0) * entry.scale
+    non_torch = max(0, found.non_torch_bytes + deltas.get("non_torch", 0))
+    activation = max(0, round(found.activation_bytes * scales.get("activation", 1.0))
+                     + deltas.get("activation", 0))
+    graphs = max(0, found.cuda_graph_bytes + deltas.get("cuda_graph", 0)) \
+        if found.cuda_graph_bytes else 0
+    rest = found.reserve_bytes - found.non_torch_bytes - found.activation_bytes \
+        - found.cuda_graph_bytes
+    return found.model_copy(update={
+        "non_torch_bytes": non_torch, "activation_bytes": activation,
+        "cuda_graph_bytes": graphs,
+        "reserve_bytes": max(0, non_torch + activation + graphs + rest
+                             + deltas.get("other", 0))})
+
+
+def calibrated_engine(engine: ServingEngine, entries: Sequence[ProfileEntry]) -> ServingEngine:
+    """`engine` with its reserve moved by the profile's entries on the TP widths they were
+    learned at (its other rules kept; other widths as estimated)."""
+    by_tp: dict[int, list[ProfileEntry]] = {}
+    for entry in entries:
+        by_tp.setdefault(entry.tp, []).append(entry)
     base = type(engine)
 
-    def reserve(self: ServingEngine, shape: object, settings: object) -> ReserveEstimate:
-        found: ReserveEstimate = base.reserve(self, shape, settings)  # type: ignore[arg-type]
-        non_torch = max(0, found.non_torch_bytes + deltas.get("non_torch", 0))
-        activation = max(0, round(found.activation_bytes * scales.get("activation", 1.0))
-                         + deltas.get("activation", 0))
-        graphs = max(0, found.cuda_graph_bytes + deltas.get("cuda_graph", 0)) \
-            if found.cuda_graph_bytes else 0
-        rest = found.reserve_bytes - found.non_torch_bytes - found.activation_bytes \
-            - found.cuda_graph_bytes
-        return found.model_copy(update={
-            "non_torch_bytes": non_torch, "activation_bytes": activation,
-            "cuda_graph_bytes": graphs,
-            "reserve_bytes": max(0, non_torch + activation + graphs + rest
-                                 + deltas.get("other", 0))})
+    def reserve(self: ServingEngine, shape: StageShape, settings: EngineSettings
+                ) -> ReserveEstimate:
+        found: ReserveEstimate = base.reserve(self, shape, settings)
+        own = by_tp.get(shape.tp)
+        return _adjusted(found, own) if own else found
 
     variant = type(f"{base.__name__}Calibrated", (base,), {"reserve": reserve})
     clone = copy.copy(engine)
@@ -316,9 +331,10 @@ def applied(engine: ServingEngine, entries: Sequence[ProfileEntry]) -> Iterator[
 
 def calibrated_trust(entries: Sequence[ProfileEntry]) -> Trust:
     sources = sorted({f"{e.source}, {e.date}" for e in entries})
+    widths = ", ".join(str(tp) for tp in sorted({e.tp for e in entries}))
     return Trust(kind="calibrated on your log",
-                 basis=f"calibrated on your log ({'; '.join(sources)}): the engine's "
-                       "reserve only, never an exact figure")
+                 basis=f"calibrated on your log ({'; '.join(sources)}) at tp {widths}: the "
+                       "engine's reserve only, never an exact figure")
 
 
 def compare_log(log: StartupLog, source: str, spec: ModelSpec | None, device: Device,

@@ -40,6 +40,8 @@ class Trust(BaseModel):
     basis: str = ""  # what it was counted, read or fitted from
 
     def label(self) -> str:
+        if self.kind == "calibrated on your log" and self.basis.startswith(self.kind):
+            return self.basis.partition(":")[0]  # with the log's file name and date
         if self.kind == "calibrated estimate" and self.band is not None:
             return f"calibrated estimate (±{self.band:.0%})"
         return self.kind

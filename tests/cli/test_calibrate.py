@@ -184,3 +184,23 @@ def test_launch_device_memory_and_tool_options_after_the_separator(invoke: Invok
                    "--engine-version", "0.19")
     assert after.code == 2 and "--engine-version" in after.stderr
     assert "an option of `inventory launch` given after --" in after.stderr
+
+
+def test_placement_applies_the_profile_at_the_width_it_was_learned(invoke: Invoke) -> None:
+    assert invoke("calibrate", str(TEXT / LLAMA.format(8192)), "-m", LLAMA_CONFIG).code == 0
+    args = ("placement", LLAMA_CONFIG, "--device-memory", "79.19GiB", "-n", "2",
+            "--engine", "vllm@0.19.0", "--context", "32768", "--gpu-memory-utilization",
+            "0.95", "--format", "json")
+    data = invoke(*args).json()
+    assert data["trust"]["reserve"]["kind"] == "calibrated on your log"
+    plans = {(p["tp"], p["pp"]): p for p in data["plans"]}
+    printed = 476016  # the 32,768-token run printed 476,016 tokens too (runs.json)
+    assert abs(plans[(1, 1)]["per_device"]["kv_capacity_tokens"] - printed) / printed <= 0.01
+    plain = invoke(*args, "--no-local-calibration").json()
+    plain_plans = {(p["tp"], p["pp"]): p for p in plain["plans"]}
+    # tp 2 was never calibrated: the same estimate either way
+    assert plans[(2, 1)]["per_device"] == plain_plans[(2, 1)]["per_device"]
+    assert plain["trust"]["reserve"]["kind"] != "calibrated on your log"
+    table = " ".join(invoke(*args[:-2]).stdout.split())
+    assert "reserve calibrated on your log (meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1" \
+        "--8192.log, 2026" in table or "reserve calibrated on your log (meta-llama" in table
