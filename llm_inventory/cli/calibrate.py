@@ -78,9 +78,8 @@ def _device(log: StartupLog, given: str | None) -> tuple[Device, str]:
         return chosen, chosen.id
     if memory is None:
         raise InputError("device", "the log prints no device memory; pass --device")
-    device = custom_device(memory)
-    if log.gpu:
-        device = device.model_copy(update={"name": log.gpu})
+    name = log.gpu or f"GPU with {memory / 2**30:.2f} GiB"  # as precise as the log
+    device = custom_device(memory).model_copy(update={"name": name})
     return device, f"{memory / 2**30:.2f} GiB"
 
 
