@@ -204,3 +204,25 @@ def test_placement_applies_the_profile_at_the_width_it_was_learned(invoke: Invok
     table = " ".join(invoke(*args[:-2]).stdout.split())
     assert "reserve calibrated on your log (meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1" \
         "--8192.log, 2026" in table or "reserve calibrated on your log (meta-llama" in table
+
+
+@pytest.mark.parametrize(("flag", "closest"), [
+    ("--tensor-paralel-size", "--tensor-parallel-size"),
+    ("--max-modle-len", "--max-model-len"),
+    ("--gpu-memory-utilisation", "--gpu-memory-utilization"),
+    ("--enable-prefix-cachng", "--enable-prefix-caching"),
+])
+def test_a_misspelt_vllm_flag_is_refused_as_vllm_refuses_it(invoke: Invoke, flag: str,
+                                                            closest: str) -> None:
+    run = invoke("launch", "-d", "h100", "--", "vllm", "serve", "qwen3-8b", flag, "2")
+    assert run.code == 2 and run.stdout == ""
+    assert f"vllm: error: unrecognized arguments: {flag}" in run.stderr
+    assert f"the closest real flag is {closest}" in run.stderr
+
+
+@pytest.mark.parametrize("flag", ["--data-parallel-size-local", "--kv-cache-memory", "--port",
+                                  "--max-num-seq"])
+def test_real_vllm_flags_near_the_read_ones_are_not_refused(invoke: Invoke,
+                                                            flag: str) -> None:
+    run = invoke("launch", "-d", "h100", "--", "vllm", "serve", "qwen3-8b", flag, "2")
+    assert run.code == 0, run.stderr
