@@ -15,33 +15,13 @@ if TYPE_CHECKING:
     from llm_inventory.spec.model import ModelSpec
 
 
-def _hub_folder(model_id: str) -> Path | None:
-    """The Hugging Face cache folder of `model_id` (ORG/NAME), when it is on this machine."""
-    from llm_inventory.spec.hub import repo_folder
-
-    folder = repo_folder(model_id)
-    return folder if folder.is_dir() else None
-
-
 def resolve_model(reference: str) -> ModelSpec:
-    """A launch command's model: a local path, a preset or one of its Hugging Face ids, or
-    a model in the local Hugging Face cache; InputError when none resolves offline."""
-    from llm_inventory.errors import InputError
+    """A launch command's model, resolved as every command resolves MODEL: a local path, a
+    preset or one of its Hugging Face ids, the local Hugging Face cache, then (with the
+    `hub` extra, not offline) the Hub, headers only."""
     from llm_inventory.spec.loader import load_model
-    from llm_inventory.spec.presets import find_preset, load_preset
 
-    if Path(reference).expanduser().exists():
-        return load_model(reference)
-    try:
-        return load_preset(find_preset(reference).name)
-    except InputError:
-        pass
-    folder = _hub_folder(reference) if reference.count("/") == 1 else None
-    if folder is not None:
-        return load_model(str(folder))
-    raise InputError("model", f"{reference!r} is not resolvable offline: not a local path, "
-                     "a preset or its Hugging Face id, nor in the Hugging Face cache; pass "
-                     "its config.json or folder instead")
+    return load_model(reference)
 
 
 # launch's own options: given after -- they are the tool's, not the engine's

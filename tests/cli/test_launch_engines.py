@@ -183,9 +183,18 @@ def test_bad_input_is_one_line_and_exit_2(invoke: Invoke, args: tuple[str, ...])
     assert run.stderr.startswith("inventory: error: ")
 
 
-def test_unresolvable_hub_ids_say_so(invoke: Invoke) -> None:
+def test_hub_ids_resolve_as_everywhere_else(invoke: Invoke,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """launch resolves MODEL as placement does (preset, cache, then the Hub): the same
+    answer, and the same one-line refusal for an id none of them holds."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run = invoke("launch", "--device", "h100", "--", "vllm", "serve", "Nobody/No-Such-7B")
-    assert "not resolvable offline" in run.stderr
+    same = invoke("placement", "Nobody/No-Such-7B", "--device", "h100")
+    assert run.code == same.code == 2 and run.stdout == ""
+    assert run.stderr == same.stderr and run.stderr.count("\n") == 1
+    preset = invoke("launch", "-d", "h100", "--format", "json", "--", "vllm", "serve",
+                    "Qwen/Qwen3-8B").json()
+    assert preset["model"] == "qwen3-8b"
 
 
 def test_engines_lists_every_era(invoke: Invoke) -> None:
