@@ -247,8 +247,15 @@ def learn(log: StartupLog, result: LaunchResult, source: str, date: str,
     """What the log measured beyond the tool's estimate, per part of the reserve, so that
     the same launch predicted with the profile gives the printed pool."""
     fit = result.plan.per_device
-    pool = log.figure("kv_pool") or log.figure("kv_size")
-    if fit is None or pool is None:
+    if fit is None or log.engine in ("llamacpp", "ik_llama"):
+        return []  # llama.cpp allocates the context asked for: its reserve sizes no pool
+    pool = log.figure("kv_pool")
+    tokens = log.figure("kv_tokens") or log.figure("max_total_num_tokens")
+    if pool is not None:
+        printed_pool = int(pool.base)
+    elif tokens is not None and fit.kv_bytes_per_token:  # SGLang prints tokens, not a pool
+        printed_pool = int(tokens.base) * fit.kv_bytes_per_token
+    else:
         return []
     entries: list[ProfileEntry] = []
     parts = {"non_torch": fit.reserve.non_torch_bytes,
@@ -269,7 +276,7 @@ def learn(log: StartupLog, result: LaunchResult, source: str, date: str,
         else:
             entry = {"part": part, "delta_bytes": delta}
         entries.append(ProfileEntry.model_validate({**base, **entry}))
-    other = (fit.kv_pool_bytes - int(pool.base)) - explained
+    other = (fit.kv_pool_bytes - printed_pool) - explained
     entries.append(ProfileEntry.model_validate({**base, "part": "other", "delta_bytes": other}))
     return entries
 

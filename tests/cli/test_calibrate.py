@@ -226,3 +226,21 @@ def test_real_vllm_flags_near_the_read_ones_are_not_refused(invoke: Invoke,
                                                             flag: str) -> None:
     run = invoke("launch", "-d", "h100", "--", "vllm", "serve", "qwen3-8b", flag, "2")
     assert run.code == 0, run.stderr
+
+
+def test_sglang_calibrated_on_its_own_log_gives_its_printed_pool(invoke: Invoke) -> None:
+    """SG10 (SGLang 2026 build, Qwen3-8B, ~180 GB-class GPU): SGLang prints tokens, not a
+    pool; the profile moves the reserve so the same launch prints the same #tokens."""
+    run = invoke("calibrate", str(TEXT / "SG10.log"), "-d", "b200", "-m", "qwen3-8b")
+    assert run.code == 0, run.stderr
+    data = invoke("launch", "-d", "b200", "--format", "json", "--", "python", "-m",
+                  "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B").json()
+    assert data["plan"]["per_device"]["kv_capacity_tokens"] == 992896
+    assert any("#tokens: 992896, K size: 68.18 GB" in line for line in data["startup"])
+
+
+def test_llamacpp_logs_teach_no_reserve(invoke: Invoke) -> None:
+    run = invoke("calibrate", str(TEXT / "L03.log"), "-d", "h100", "-m", "phi-3-mini",
+                 "--format", "json")
+    assert run.code == 0, run.stderr
+    assert run.json()["reports"][0]["learned"] == [] and run.json()["profile"] is None
