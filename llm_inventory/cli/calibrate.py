@@ -149,7 +149,8 @@ def calibrate(
                 if model:
                     raise
         chosen, gpu = _device(log, device)
-        report = compare_log(log, source, spec, chosen, engine, date, gpu)
+        report = compare_log(log, source, spec, chosen, engine, date, gpu,
+                             release_given=engine_version is not None)
         reports.append(report)
         learned.extend(report.learned)
     written = exported = None

@@ -344,9 +344,18 @@ def calibrated_trust(entries: Sequence[ProfileEntry]) -> Trust:
                        "engine's reserve only, never an exact figure")
 
 
+def _printed_bytes_per_token(log: StartupLog) -> float | None:
+    """What one token cost in the log's own pool (printed pool ÷ printed tokens)."""
+    pool, tokens = log.figure("kv_pool"), log.figure("kv_tokens")
+    if pool is None or tokens is None or not tokens.base:
+        return None
+    return float(pool.base) / float(tokens.base)
+
+
 def compare_log(log: StartupLog, source: str, spec: ModelSpec | None, device: Device,
                 engine: ServingEngine, date: str, gpu: str,
-                entries: Sequence[ProfileEntry] = ()) -> CalibrationReport:
+                entries: Sequence[ProfileEntry] = (), release_given: bool = False
+                ) -> CalibrationReport:
     """The log's printed figures beside the prediction of the same start-up."""
     notes: list[str] = []
     result: LaunchResult | None = None
@@ -368,13 +377,22 @@ def compare_log(log: StartupLog, source: str, spec: ModelSpec | None, device: De
     if newer:
         notes.append(f"{log.version} is newer than the newest release modelled ({newest}): "
                      f"its rules were applied; held within 1 %: {', '.join(held) or 'none'}")
-    if not log.version and engine.version != log.version:
+    if not log.version and not release_given:
         notes.append(f"the log does not print the engine's release: {engine.label}'s rules "
                      "were applied (give --engine-version)")
+    per_token = _printed_bytes_per_token(log)
+    fit = result.plan.per_device if result is not None else None
+    unlike = bool(per_token and fit is not None and fit.kv_bytes_per_token and abs(
+        per_token / fit.kv_bytes_per_token - 1) > 0.02)
+    if unlike and fit is not None:
+        notes.append(f"the log's pool holds {per_token:,.0f} B per token where the model's "
+                     f"KV at the assumed cache type is {fit.kv_bytes_per_token:,} B: the "
+                     "engine ran another KV cache type or layout (fp8 halves it); nothing "
+                     "learned from this log")
     if log.truncated:
         notes.append("the log stops before the engine reported its KV pool (truncated)")
-    learned = learn(log, result, source, date, gpu) if result is not None and not entries \
-        else []
+    learned = learn(log, result, source, date, gpu) \
+        if result is not None and not entries and not unlike else []
     trust: dict[str, Trust] = dict(result.trust) if result is not None else {}
     if entries:
         trust["reserve"] = calibrated_trust(entries)
