@@ -179,9 +179,15 @@ def command_of(log: StartupLog) -> LaunchCommand:
         raise InputError("model", "the log does not name its model; pass --model")
     return LaunchCommand(
         engine=log.engine, version=log.version, model=log.model, tp=log.tp or 1,
-        pp=log.pp or 1, dp=1, context=log.context, dtype=log.dtype, kv_dtype=log.kv_dtype,
+        pp=log.pp or 1, dp=1, context=log.context, dtype=_dtype_of(log), kv_dtype=log.kv_dtype,
         max_num_batched_tokens=log.max_num_batched_tokens, block_size=log.block_size,
         memory_fraction=log.memory_fraction)
+
+
+def _dtype_of(log: StartupLog) -> str | None:
+    """The launch's --dtype: the printed one, or fp8 when the engine quantized the weights
+    to fp8 at load (vLLM's --quantization fp8 on an unquantized checkpoint)."""
+    return "fp8" if log.quantization == "fp8" else log.dtype
 
 
 def _predicted(result: LaunchResult, key: str) -> float | None:
@@ -219,6 +225,9 @@ def rows_of(log: StartupLog, result: LaunchResult | None) -> list[Row]:
         holds = (abs(difference) <= max(TOLERANCE * abs(printed), figure.resolution)
                  if difference is not None else None)
         rule = RULES.get(figure.key.replace("_profiled", ""), "")
+        if figure.key == "kv_pool" and (log.pp or 1) > 1:
+            rule = ("with pipeline stages the log prints stage 0's pool; the prediction is "
+                    "the binding stage's (the one with the fewest blocks)")
         if figure.key == "cuda_graph" and predicted is None:
             rule = ("CUDA-graph memory is captured after this release sizes the pool and is "
                     "not subtracted from it: not predicted")
@@ -364,6 +373,8 @@ def compare_log(log: StartupLog, source: str, spec: ModelSpec | None, device: De
     if spec is not None:
         command = command_of(log) if log.model else command_of(
             log.model_copy(update={"model": spec.name}))
+        if spec.quantization is not None and log.quantization == "fp8":
+            command = command.model_copy(update={"dtype": log.dtype})  # the checkpoint's own
         with applied(engine, entries) as used:
             result = predict_launch(spec, command, used, device)
         startup, error = result.startup, result.startup_error

@@ -244,3 +244,41 @@ def test_llamacpp_logs_teach_no_reserve(invoke: Invoke) -> None:
                  "--format", "json")
     assert run.code == 0, run.stderr
     assert run.json()["reports"][0]["learned"] == [] and run.json()["profile"] is None
+
+
+def test_a_log_of_another_kv_cache_type_is_said_and_teaches_nothing(invoke: Invoke) -> None:
+    """T01 (TensorRT-LLM 0.19, RTX 5090): 16.05 GiB for 263,008 tokens is 65,525 B a token,
+    half Llama 3.1 8B's BF16 KV: the engine ran an 8-bit cache the log does not name."""
+    run = invoke("calibrate", str(TEXT / "T01.log"), "-d", "rtx-5090", "-m", "llama-3.1-8b",
+                 "--engine-version", "0.19", "--format", "json")
+    report = run.json()["reports"][0]
+    assert report["learned"] == [] and run.json()["profile"] is None
+    assert any("65,525 B per token" in note for note in report["notes"])
+    assert all(c["holds"] for c in report["checks"])
+
+
+def test_launch_kv_follows_the_run_time_dtype(invoke: Invoke) -> None:
+    """--kv-cache-dtype auto is the model's run-time dtype: --dtype float32 doubles the KV
+    per token (runs.json's float32 run printed 235,120 tokens where BF16 printed 476,016)."""
+    def per_token(*flags: str) -> int:
+        data = invoke("launch", "-d", "h100", "--format", "json", "--", "vllm", "serve",
+                      "llama-3.1-8b", "--max-model-len", "8192", *flags).json()
+        return int(data["plan"]["per_device"]["kv_bytes_per_token"])
+
+    assert per_token("--dtype", "float32") == 2 * per_token()
+    assert per_token("--dtype", "float32", "--kv-cache-dtype", "fp8") == per_token() // 2
+
+
+@pytest.mark.parametrize("run_id", [r for r in RUNS if RUNS[r]["config"]
+                                    and "tp1pp1" in r])
+def test_each_rebuilt_019_log_is_predicted_within_one_percent(invoke: Invoke,
+                                                              run_id: str) -> None:
+    """Uncalibrated: every single-GPU vLLM 0.19 run with a config, predicted from its log
+    alone (in-sample for the 0.19 reserve fit: this checks the reading, not the fit)."""
+    run = RUNS[run_id]
+    config = ROOT / "tests" / "data" / "engine-logs" / run["config"]
+    data = invoke("calibrate", str(TEXT / f"{run_id}.log"), "-m", str(config.resolve()),
+                  "--engine-version", "0.19.0", "--no-local-calibration",
+                  "--format", "json").json()
+    rows = {r["key"]: r for r in data["reports"][0]["rows"]}
+    assert abs(rows["kv_tokens"]["relative"]) <= 0.01, rows["kv_tokens"]
