@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from llm_inventory.cli.common import FormatOption, UnitsOption, units_of
 from llm_inventory.render.output import OutputFormat, Units
@@ -30,7 +30,6 @@ class CalibrationRun(BaseModel):
     exported: str | None = None
     note: str = ""
     entries: int = 0  # entries in the profile after this run
-    extra: dict[str, Any] = Field(default_factory=dict)
 
 
 def _read(name: str) -> tuple[str, str, str]:

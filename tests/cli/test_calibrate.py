@@ -34,7 +34,7 @@ def test_calibrate_sets_printed_beside_predicted_in_json(invoke: Invoke) -> None
     assert run.code == 0, run.stderr
     data = run.json()
     assert list(data) == ["schema_version", "reports", "profile", "exported", "note",
-                          "entries", "extra"]
+                          "entries"]
     report = data["reports"][0]
     assert report["log"]["engine"] == "vllm" and report["release"] == "0.19.0"
     rows = {r["key"]: r for r in report["rows"]}

@@ -21,6 +21,7 @@ from llm_inventory.errors import InputError
 DIALECTS: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp")
 
 MAX_LINES = 200_000  # a start-up log is a few thousand lines; past this it is not one
+MAX_LINE_CHARS = 16_384  # the longest start-up lines (vLLM's config) are ~3,000 characters
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 # Timestamps a collector puts before the engine's own words: ISO 8601 (docker, kubectl),
@@ -128,7 +129,7 @@ def clean(text: str) -> list[LogLine]:
                          f"{MAX_LINES:,} read)")
     out: list[LogLine] = []
     for number, line in enumerate(raw, 1):
-        line = _ANSI.sub("", line).strip()
+        line = _ANSI.sub("", line[:MAX_LINE_CHARS]).strip()  # bounded work per line
         line = _LEADING_STAMP.sub("", line)
         line = _LLAMA_PREFIX.sub("", line)
         rank = ""

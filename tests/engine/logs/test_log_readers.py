@@ -13,6 +13,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_inventory.engine.logs import clean, read_log
 from llm_inventory.errors import InputError
@@ -182,3 +184,24 @@ def test_garbage_is_refused_in_one_line(text: str) -> None:
     with pytest.raises(InputError) as raised:
         read_log(text)
     assert "\n" not in str(raised.value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=400), st.sampled_from(["", "INFO ", "[2025-01-01 00:00:00 TP0] ",
+                                               "(EngineCore_DP0 pid=1) ", "llama[1]: "]))
+def test_any_text_is_read_or_refused_in_one_line(text: str, prefix: str) -> None:
+    """Whatever a file holds: a StartupLog, or one InputError line; never another error."""
+    lines = clean(prefix + text)
+    assert all("\x1b[" not in line.text for line in lines)
+    try:
+        log = read_log(prefix + text)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert log.engine in ("vllm", "sglang", "trtllm", "llamacpp", "ik_llama")
+
+
+def test_a_huge_line_is_bounded() -> None:
+    line = "total_gpu_memory=1GiB " * 200_000
+    with pytest.raises(InputError):
+        read_log(line)
