@@ -149,6 +149,8 @@ class CalibrationReport(BaseModel):
     learned: list[ProfileEntry] = Field(default_factory=list)
     startup: list[str] = Field(default_factory=list)  # the predicted lines, engine's words
     startup_error: str | None = None
+    printed_error: str | None = None  # the error the log shows the engine stopped with
+    stop_agrees: bool | None = None  # both stopped or both started (None: not predicted)
     notes: list[str] = Field(default_factory=list)
     trust: dict[str, Trust] = Field(default_factory=dict)
 
@@ -411,7 +413,9 @@ def compare_log(log: StartupLog, source: str, spec: ModelSpec | None, device: De
         source=source, log=log, engine_label=engine.label, release=engine.version,
         device=device.name, model=spec.name if spec is not None else log.model,
         checks=log.checks, rows=rows, newer_than_modelled=newer, held=held if newer else [],
-        learned=learned, startup=startup, startup_error=error, notes=notes, trust=trust)
+        learned=learned, startup=startup, startup_error=error, printed_error=log.error,
+        stop_agrees=None if result is None else (log.error is None) == (error is None),
+        notes=notes, trust=trust)
 
 
 def finite(value: float | None) -> bool:

@@ -55,8 +55,13 @@ def calibrate_tables(run: Any, units: UnitSystem) -> list[Table | Text]:
                 rows.add_row(r.key, r.printed_text, _value(r, r.predicted, units), diff,
                              "" if r.holds else r.rule)
             parts.append(rows)
+        if report.printed_error:
+            parts.append(Text(f"the engine stopped: {report.printed_error}", style="red"))
         if report.startup_error:
             parts.append(Text(f"predicted stop: {report.startup_error}", style="red"))
+        if report.stop_agrees is False:
+            parts.append(Text("the prediction and the log disagree on whether the engine "
+                              "starts", style="yellow"))
         for note in report.notes:
             parts.append(Text(note, style="yellow"))
     if run.profile:

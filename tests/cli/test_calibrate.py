@@ -282,3 +282,28 @@ def test_each_rebuilt_019_log_is_predicted_within_one_percent(invoke: Invoke,
                   "--format", "json").json()
     rows = {r["key"]: r for r in data["reports"][0]["rows"]}
     assert abs(rows["kv_tokens"]["relative"]) <= 0.01, rows["kv_tokens"]
+
+
+def test_the_tables_fit_80_columns_and_yaml_has_the_same_keys() -> None:
+    from typer.testing import CliRunner
+
+    from llm_inventory.cli.app import app
+
+    runner = CliRunner(env={"COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"})
+    args = ["calibrate", str(TEXT / ISSUE.format("29k")), "-m", "llama-3.1-8b",
+            "--engine-version", "0.6.4", "--no-local-calibration"]
+    table = runner.invoke(app, args, catch_exceptions=False)
+    assert table.exit_code == 0
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80
+    words = " ".join(table.stdout.split())
+    assert "1478" in words and "the engine stopped: The model's max seq len (29000)" in words
+    assert "predicted stop: ValueError" in words
+    import yaml
+
+    as_yaml = yaml.safe_load(runner.invoke(app, [*args, "--format", "yaml"]).stdout)
+    as_json = json.loads(runner.invoke(app, [*args, "--format", "json"]).stdout)
+    assert as_yaml == as_json
+    report = as_json["reports"][0]
+    assert report["stop_agrees"] is True and report["log"]["error"].startswith("The model's")
+    tokens = {c["key"]: c for c in report["checks"]}["kv_tokens"]
+    assert tokens["printed"] == "23648 tokens" and tokens["holds"]  # 1,478 blocks × 16

@@ -107,6 +107,7 @@ class StartupLog(BaseModel):
     ranks: list[str] = Field(default_factory=list)  # every rank seen
     lines: int = 0
     truncated: bool = False  # the log stops before the engine reported its KV pool
+    error: str | None = None  # the error the engine stopped with at start-up, as printed
     notes: list[str] = Field(default_factory=list)
     checks: list[Check] = Field(default_factory=list)  # the log's figures checked on each other
 

@@ -71,6 +71,8 @@ PATTERNS: tuple[Pattern, ...] = (
     (re.compile(rf"GPU KV cache size: {_N} tokens"), [("kv_tokens", "tokens")]),
     (re.compile(rf"(?:^|# )(?:GPU|CUDA|cuda|gpu) blocks: {_N}"), [("kv_blocks", "blocks")]),
     (re.compile(rf"num_gpu_blocks is: {_N}"), [("kv_blocks", "blocks")]),
+    (re.compile(rf"larger than the maximum number of tokens that can be stored in KV cache "
+                rf"\({_N}\)"), [("kv_tokens", "tokens")]),
     (re.compile(rf"Maximum concurrency for {_N} tokens per request: {_N}x"),
      [("concurrency_context", "tokens"), ("max_concurrency", "x")]),
     (re.compile(rf"Graph capturing finished(?: in [\d.]+ secs?)?, took {_N} ?GiB"),
@@ -84,6 +86,10 @@ _VERSION = (re.compile(r"vLLM API server version v?(\d+\.\d+(?:\.\d+)?[\w.+-]*)"
             re.compile(r"vLLM version:? v?(\d+\.\d+(?:\.\d+)?[\w.+-]*)"))
 _V1 = re.compile(r"Initializing a V1 LLM engine|EngineCore|Available KV cache memory|"
                  r"GPU KV cache size")
+_ERROR = re.compile(r"((?:ValueError|RuntimeError|torch\.OutOfMemoryError|"
+                    r"torch\.cuda\.OutOfMemoryError): .*|The model's max seq len \(\d+\) is "
+                    r"larger than the maximum number of tokens.*|No available memory for the "
+                    r"cache blocks.*)")
 _CONFIG = re.compile(r"Initializing an? (?:V1 )?LLM engine.*?with config: (.*)")
 _ARGS = re.compile(r"non-default args: (\{.*\})")
 _STARTED = (re.compile(r"vLLM API server version|Initializing an? (?:V1 )?LLM engine|"
@@ -192,7 +198,8 @@ def read(lines: Sequence[LogLine]) -> StartupLog:
         memory_fraction=util.value if util else _float(given.get("gpu_memory_utilization")),
         block_size=_int(given.get("block_size")),
         max_num_batched_tokens=_int(given.get("max_num_batched_tokens")),
-        flags=flags, figures=figures, ranks=ranks(lines), truncated=truncated, notes=notes)
+        flags=flags, figures=figures, ranks=ranks(lines), truncated=truncated, notes=notes,
+        error=error.group(1).strip() if (error := first(lines, _ERROR)) else None)
 
 
 def checks(log: StartupLog) -> list[Check]:
