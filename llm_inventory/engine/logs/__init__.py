@@ -33,11 +33,14 @@ _LEADING_STAMP = re.compile(
 # (Worker_TP1_EP1 pid=3), (APIServer pid=4), (RayWorkerWrapper pid=5, ip=…)
 _VLLM_PROC = re.compile(r"^\((?P<proc>[A-Za-z_]+[^()\s]*?)(?:\s+(?P<rank>[A-Z]+\d+))?"
                         r"\s+pid=\d+[^)]*\)\s*")
-_PROC_RANK = re.compile(r"(?:^|_)(?:TP|PP|DP|EP)(\d+)")
 # SGLang's "[2025-03-08 12:29:13 TP0] " (the rank optional), any "[… TPn]" prefix.
 _BRACKET_RANK = re.compile(r"^\[(?P<stamp>[\d\-/: .,T]+?)?\s*(?P<rank>(?:DP\d+ )?(?:PP\d+ )?"
                            r"TP\d+(?: EP\d+)?)?\]\s*")
 _LLAMA_PREFIX = re.compile(r"^llama\[\d+\]:\s*")
+# Another process's line glued onto this one (two ranks writing one stream without a
+# newline between them): it starts a line of its own.
+_GLUED = re.compile(r"(?<=\S)(?=\((?:EngineCore|Worker|VllmWorker|APIServer|RayWorker)"
+                    r"[^()\s]*(?:\s+[A-Z]+\d+)?\s+pid=\d+)")
 
 
 class LogLine(BaseModel):
@@ -116,10 +119,8 @@ class StartupLog(BaseModel):
 
 
 def _rank_of(proc: str, rank: str | None) -> str:
-    if rank:
-        return rank
-    found = _PROC_RANK.findall(proc)
-    return f"{proc}" if not found else proc
+    """`(VllmWorker TP1 pid=2)` is rank TP1; `(Worker_TP1 pid=3)` is Worker_TP1."""
+    return rank or proc
 
 
 def clean(text: str) -> list[LogLine]:
@@ -129,23 +130,28 @@ def clean(text: str) -> list[LogLine]:
         raise InputError("log", f"{len(raw):,} lines; a start-up log has far fewer (at most "
                          f"{MAX_LINES:,} read)")
     out: list[LogLine] = []
-    for number, line in enumerate(raw, 1):
-        line = _ANSI.sub("", line[:MAX_LINE_CHARS]).strip()  # bounded work per line
-        line = _LEADING_STAMP.sub("", line)
-        line = _LLAMA_PREFIX.sub("", line)
-        rank = ""
-        proc = _VLLM_PROC.match(line)
-        if proc:
-            rank = _rank_of(proc["proc"], proc["rank"])
-            line = line[proc.end():]
-        bracket = _BRACKET_RANK.match(line)
-        if bracket and (bracket["stamp"] or bracket["rank"]) and not line.startswith(
-                "[TensorRT-LLM]"):
-            rank = bracket["rank"] or rank
-            line = line[bracket.end():]
-        if line:
-            out.append(LogLine(number=number, rank=rank, text=line))
+    for number, whole in enumerate(raw, 1):
+        for line in _GLUED.split(_ANSI.sub("", whole[:MAX_LINE_CHARS])):
+            found = _clean_line(line.strip(), number)
+            if found is not None:
+                out.append(found)
     return out
+
+
+def _clean_line(line: str, number: int) -> LogLine | None:
+    """One line with its timestamp and rank prefix removed (None when nothing is left)."""
+    line = _LLAMA_PREFIX.sub("", _LEADING_STAMP.sub("", line))
+    rank = ""
+    proc = _VLLM_PROC.match(line)
+    if proc:
+        rank = _rank_of(proc["proc"], proc["rank"])
+        line = line[proc.end():]
+    bracket = _BRACKET_RANK.match(line)
+    if bracket and (bracket["stamp"] or bracket["rank"]) and not line.startswith(
+            "[TensorRT-LLM]"):
+        rank = bracket["rank"] or rank
+        line = line[bracket.end():]
+    return LogLine(number=number, rank=rank, text=line) if line else None
 
 
 def _dialect(name: str) -> ModuleType:

@@ -205,3 +205,17 @@ def test_a_huge_line_is_bounded() -> None:
     line = "total_gpu_memory=1GiB " * 200_000
     with pytest.raises(InputError):
         read_log(line)
+
+
+def test_two_ranks_glued_on_one_line_are_split() -> None:
+    """Two worker processes writing one stream with no newline between their lines."""
+    text = ("(Worker_TP1 pid=12) DEBUG [gpu_worker.py] Total non KV cache memory: 37.95GiB; "
+            "torch peak memory increase: 1.96GiB; non-torch forward increase memory: 2.10GiB; "
+            "weights memory: 33.88GiB.(Worker_TP0 pid=11) INFO [gpu_worker.py] Available KV "
+            "cache memory: 37.28 GiB\n(EngineCore_DP0 pid=10) INFO [kv_cache_utils.py] GPU KV "
+            "cache size: 244,304 tokens")
+    log = read_log(text)
+    assert log.figure("kv_pool").value == 37.28  # type: ignore[union-attr]
+    assert log.figure("kv_pool").rank == "Worker_TP0"  # type: ignore[union-attr]
+    assert log.figure("activation").rank == "Worker_TP1"  # type: ignore[union-attr]
+    assert log.figure("kv_tokens").base == 244304  # type: ignore[union-attr]
