@@ -44,7 +44,8 @@ def calibrate_tables(run: Any, units: UnitSystem) -> list[Table | Text]:
             for name in ("figure", "printed", "recomputed", "from", "ok"):
                 checks.add_column(name, overflow="fold")
             for c in report.checks:
-                checks.add_row(c.key, c.printed, c.derived, c.formula, "yes" if c.holds else "NO")
+                verdict = {True: "yes", False: "NO", None: "n/a"}[c.holds]
+                checks.add_row(c.key, c.printed, c.derived, c.formula, verdict)
             parts.append(checks)
         if report.rows:
             rows = Table(title="printed beside predicted")

@@ -70,7 +70,8 @@ class Figure(BaseModel):
 
 class Check(BaseModel):
     """A printed figure recomputed from the log's own other figures, at its printed
-    precision: `holds` when the two agree within the rounding of every printed input."""
+    precision: `holds` when the two agree within the rounding of every printed input; None
+    when the figure turns out not to follow from the log alone (`formula` says why)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -78,7 +79,7 @@ class Check(BaseModel):
     printed: str  # as printed, with its unit
     derived: str  # recomputed, printed the same way
     formula: str  # the engine's arithmetic, in the log's own figures
-    holds: bool
+    holds: bool | None
     line: int
 
 

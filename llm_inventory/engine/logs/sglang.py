@@ -35,7 +35,8 @@ PATTERNS: tuple[Pattern, ...] = (
     (re.compile(rf"Load weight begin\. avail mem={_N} GB"), [("free_before_weights", "GB")]),
     (re.compile(rf"Load weight end\..*?avail mem={_N} GB, mem usage={_N} GB"),
      [("free_after_weights", "GB"), ("weights", "GB")]),
-    (re.compile(rf"KV Cache is allocated\. #tokens: {_N}, K size: {_N} GB, V size: {_N} GB"),
+    (re.compile(rf"KV Cache is allocated\.(?: dtype: [\w.]+,)? #tokens: {_N}, K size: {_N} GB, "
+                rf"V size: {_N} GB"),
      [("kv_tokens", "tokens"), ("k_size", "GB"), ("v_size", "GB")]),
     (re.compile(rf"Memory pool end\. avail mem={_N} GB"), [("free_after_pool", "GB")]),
     (re.compile(rf"Capture cuda graph begin\..*?avail mem={_N} GB"),
@@ -47,14 +48,15 @@ PATTERNS: tuple[Pattern, ...] = (
     (re.compile(rf"max_running_requests={_N}"), [("max_running_requests", "tokens")]),
 )
 
-_MARKERS = (re.compile(r"KV Cache is allocated\. #tokens|max_total_num_tokens=|"
-                       r"Load weight end\. type=|ServerArgs\(|Memory pool end\. avail mem"),)
+_MARKERS = (re.compile(r"KV Cache is allocated\.(?: dtype: [\w.]+,)? #tokens|max_total_num_tokens=|"
+                       r"Load weight end\. |ServerArgs\(|Memory pool end\. avail mem"),)
 _ARGS = re.compile(r"server_args=ServerArgs\((.*)\)")
 _VERSION = re.compile(r"sglang(?: version|==| v)\s*:?\s*v?(\d+\.\d+(?:\.\d+)*(?:\.post\d+)?)",
                       re.IGNORECASE)
 _CONTEXT = re.compile(r"context_len=(\d+)")
 _WEIGHT_DTYPE = re.compile(r"Load weight end\..*?dtype=(torch\.\w+)")
-_KV_DTYPE = re.compile(r"Using KV cache dtype: (torch\.\w+)")
+_KV_DTYPE = re.compile(r"Using KV cache dtype: (torch\.\w+)|KV Cache is allocated\. dtype: "
+                       r"(torch\.\w+)")
 
 
 def score(lines: Sequence[LogLine]) -> int:
@@ -92,7 +94,7 @@ def read(lines: Sequence[LogLine]) -> StartupLog:
         pp=_int(flags.get("pp_size")), dp=_int(flags.get("dp_size")),
         context=int(context.group(1)) if context else _int(flags.get("context_length")),
         dtype=dtype(weight_dtype.group(1) if weight_dtype else flags.get("dtype")),
-        kv_dtype=dtype(kv.group(1) if kv else flags.get("kv_cache_dtype")),
+        kv_dtype=dtype((kv.group(1) or kv.group(2)) if kv else flags.get("kv_cache_dtype")),
         quantization=flags.get("quantization") if flags.get("quantization") not in
         (None, "None") else None,
         memory_fraction=memory_fraction, block_size=_int(flags.get("page_size")),

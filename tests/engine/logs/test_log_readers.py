@@ -71,6 +71,7 @@ def test_every_quoted_log_is_read_figure_for_figure(record: dict) -> None:
     assert all(check.holds for check in log.checks), log.checks
 
 
+
 def test_the_figures_kept_in_the_records_are_all_read() -> None:
     """Each record's printed figure that the readers model is found, unless its line is
     not among the lines the record quotes."""
@@ -102,11 +103,12 @@ def test_every_vllm_019_log_reproduces_its_own_figures(run: dict) -> None:
                   if w["worker"] in ("Worker_TP0", "Worker_PP0")), actual)
     assert log.figure("activation").value == first["activation_gib"]  # type: ignore[union-attr]
     assert {c.key for c in log.checks} >= {"kv_pool", "reserve_total", "max_concurrency"}
-    failing = [c for c in log.checks if not c.holds]
+    assert all(c.holds is not False for c in log.checks), log.checks
     # hybrid sliding-window models print a concurrency from their layer groups, not
-    # tokens ÷ max_model_len (engine-logs README, point 7)
-    assert all(c.key == "max_concurrency" for c in failing), failing
-    if failing:
+    # tokens ÷ max_model_len (engine-logs README, point 7): said, not claimed
+    unknown = [c for c in log.checks if c.holds is None]
+    assert all(c.key == "max_concurrency" for c in unknown), unknown
+    if unknown:
         assert any(word in run["model"] for word in ("gemma-2", "gemma-3", "gpt-oss"))
 
 
@@ -219,3 +221,31 @@ def test_two_ranks_glued_on_one_line_are_split() -> None:
     assert log.figure("kv_pool").rank == "Worker_TP0"  # type: ignore[union-attr]
     assert log.figure("activation").rank == "Worker_TP1"  # type: ignore[union-attr]
     assert log.figure("kv_tokens").base == 244304  # type: ignore[union-attr]
+
+
+HELDOUT = json.loads((DATA / "engine-logs-heldout" / "heldout.json").read_text())
+HELD_KEYS = {"kv_cache_gib": "kv_pool", "kv_tokens": "kv_tokens", "weights_gib": "weights",
+             "peak_torch_gib": "peak_torch", "non_torch_gib": "non_torch",
+             "kv_blocks": "kv_blocks", "max_concurrency": "max_concurrency",
+             "k_size_gb": "k_size", "v_size_gb": "v_size", "kv_tokens_logged": "kv_tokens"}
+
+
+@pytest.mark.parametrize("record", HELDOUT, ids=[r["id"] for r in HELDOUT])
+def test_every_held_out_quote_is_read(record: dict) -> None:
+    """The held-out start-ups (public issues; vLLM 0.6 to 0.24, SGLang, TensorRT-LLM): each
+    read as its engine, each printed figure the readers model found with its value, and no
+    figure that follows from the log's others contradicted. (Reading only: these records
+    stay out of every accounting fit.)"""
+    quote = _quote(record)
+    log = read_log(quote)
+    assert log.engine == ENGINES[record["engine"]]
+    for name, key in HELD_KEYS.items():
+        if name not in record["figures"]:
+            continue
+        value = record["figures"][name]
+        figure = log.figure(key)
+        if figure is None:  # H14 paraphrases vLLM's line in prose: not the engine's words
+            assert record["id"] == "H14" and name in ("non_torch_gib", "kv_cache_gib")
+            continue
+        assert figure.value == pytest.approx(value), (name, figure)
+    assert all(c.holds is not False for c in log.checks), log.checks
