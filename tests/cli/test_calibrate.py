@@ -307,3 +307,14 @@ def test_the_tables_fit_80_columns_and_yaml_has_the_same_keys() -> None:
     assert report["stop_agrees"] is True and report["log"]["error"].startswith("The model's")
     tokens = {c["key"]: c for c in report["checks"]}["kv_tokens"]
     assert tokens["printed"] == "23648 tokens" and tokens["holds"]  # 1,478 blocks × 16
+
+
+def test_compare_engines_applies_the_profile(invoke: Invoke) -> None:
+    assert invoke("calibrate", str(TEXT / "SG10.log"), "-d", "b200", "-m", "qwen3-8b").code == 0
+    args = ("compare", "qwen3-8b", "--engine", "sglang,vllm", "-d", "b200", "-n", "1",
+            "--context", "40960", "--format", "json")
+    sglang, vllm = invoke(*args).json()
+    assert sglang["trust"]["reserve"]["kind"] == "calibrated on your log"
+    assert vllm["trust"]["reserve"]["kind"] != "calibrated on your log"  # none learned
+    plain = invoke(*args, "--no-local-calibration").json()[0]
+    assert plain["trust"]["reserve"]["kind"] != "calibrated on your log"
