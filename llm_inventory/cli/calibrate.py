@@ -8,28 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import BaseModel
 
 from llm_inventory.cli.common import FormatOption, UnitsOption, units_of
 from llm_inventory.render.output import OutputFormat, Units
 
 if TYPE_CHECKING:
-    from llm_inventory.engine.calibrate import CalibrationReport
     from llm_inventory.engine.logs import StartupLog
     from llm_inventory.spec.devices import Device
 
 LOG_BYTES = 64 * 2**20  # a start-up log is kilobytes to a few megabytes
-
-
-class CalibrationRun(BaseModel):
-    """Every log read, and where what they taught was kept."""
-
-    schema_version: int = 1
-    reports: list[CalibrationReport]
-    profile: str | None  # the profile file written (None: nothing kept)
-    exported: str | None = None
-    note: str = ""
-    entries: int = 0  # entries in the profile after this run
 
 
 def _read(name: str) -> tuple[str, str, str]:
@@ -117,7 +104,7 @@ def calibrate(
     """
     from llm_inventory.cli.launch import resolve_model
     from llm_inventory.cli.profile_store import load_profile, profile_path, save_profile
-    from llm_inventory.engine.calibrate import PROFILE_NOTE, compare_log
+    from llm_inventory.engine.calibrate import PROFILE_NOTE, CalibrationRun, compare_log
     from llm_inventory.engine.logs import read_log
     from llm_inventory.engine.serving import get
     from llm_inventory.errors import InputError
@@ -177,7 +164,3 @@ def calibrate(
 
     emit(run, fmt, table)
 
-
-from llm_inventory.engine.calibrate import CalibrationReport  # noqa: E402  (pydantic needs it)
-
-CalibrationRun.model_rebuild()

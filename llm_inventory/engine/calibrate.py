@@ -155,6 +155,17 @@ class CalibrationReport(BaseModel):
     trust: dict[str, Trust] = Field(default_factory=dict)
 
 
+class CalibrationRun(BaseModel):
+    """Every log read in one `calibrate` run, and where what they taught was kept."""
+
+    schema_version: int = 1
+    reports: list[CalibrationReport]
+    profile: str | None  # the profile file written (None: nothing kept)
+    exported: str | None = None
+    note: str = ""
+    entries: int = 0  # entries in the profile after this run
+
+
 def _tuple(version: str) -> tuple[int, ...]:
     parts = []
     for part in version.lstrip("vb").split("."):

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 from rich.text import Text
 
-from llm_inventory.engine.calibrate import Row
+from llm_inventory.engine.calibrate import CalibrationRun, Row
 from llm_inventory.units import UnitSystem, format_bytes
 
 _SCALE = {"GiB": 2**30, "GB": 2**30, "MiB": 2**20, "MB": 2**20, "bytes": 1}
@@ -30,7 +28,7 @@ def _value(row: Row, value: float | None, units: UnitSystem) -> str:
     return f"{text} {unit}"
 
 
-def calibrate_tables(run: Any, units: UnitSystem) -> list[Table | Text]:
+def calibrate_tables(run: CalibrationRun, units: UnitSystem) -> list[Table | Text]:
     parts: list[Table | Text] = []
     for report in run.reports:
         log = report.log
