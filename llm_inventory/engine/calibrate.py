@@ -65,11 +65,13 @@ RULES: dict[str, str] = {
     "max_concurrency": "pool tokens ÷ max_model_len (per layer group for hybrid models): "
                        "follows the tokens",
     "budget": "total device memory × the memory fraction",
+    "longest_context": "the longest max_model_len the pool holds: follows the pool",
 }
 # printed key → how to read the predicted value from a launch prediction
 _PREDICTED = ("weights", "weights_profiled", "activation", "non_torch", "cuda_graph",
               "reserve_total", "peak_torch", "kv_pool", "kv_size", "kv_tokens",
-              "max_total_num_tokens", "kv_blocks", "max_concurrency", "budget")
+              "max_total_num_tokens", "kv_blocks", "max_concurrency", "budget",
+              "longest_context")
 
 
 class Row(BaseModel):
@@ -218,7 +220,7 @@ def _predicted(result: LaunchResult, key: str) -> float | None:
         "kv_pool": fit.kv_pool_bytes, "kv_size": fit.kv_pool_bytes,
         "kv_tokens": fit.kv_capacity_tokens, "max_total_num_tokens": fit.kv_capacity_tokens,
         "kv_blocks": fit.kv_blocks, "max_concurrency": result.plan.max_concurrency,
-        "budget": fit.usable_bytes,
+        "budget": fit.usable_bytes, "longest_context": result.longest_context,
     }
     value = values.get(key)
     return float(value) if value is not None else None

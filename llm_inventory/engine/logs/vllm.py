@@ -73,6 +73,10 @@ PATTERNS: tuple[Pattern, ...] = (
     (re.compile(rf"num_gpu_blocks is: {_N}"), [("kv_blocks", "blocks")]),
     (re.compile(rf"larger than the maximum number of tokens that can be stored in KV cache "
                 rf"\({_N}\)"), [("kv_tokens", "tokens")]),
+    (re.compile(rf"larger than the available KV cache memory \({_N} ?GiB\)"),
+     [("kv_pool", "GiB")]),
+    (re.compile(rf"the estimated maximum model length is {_N}"),
+     [("longest_context", "tokens")]),
     (re.compile(rf"Maximum concurrency for {_N} tokens per request: {_N}x"),
      [("concurrency_context", "tokens"), ("max_concurrency", "x")]),
     (re.compile(rf"Graph capturing finished(?: in [\d.]+ secs?)?, took {_N} ?GiB"),
@@ -99,6 +103,8 @@ _SERVE = re.compile(r"\bvllm serve (\S+)(.*)")
 _MARKERS = (re.compile(r"vLLM|vllm"), re.compile(r"KV Cache is \d|GPU KV cache size|"
             r"reserved for KV Cache|(?:GPU|CUDA|cuda) blocks: \d|Available KV cache memory|"
             r"Memory profiling results: total_gpu_memory|"
+            r"larger than the available KV cache memory|No available memory for the cache "
+            r"blocks|maximum number of tokens that can be stored in KV cache|"
             r"Maximum concurrency for [\d,]+ tokens per request"))
 
 

@@ -249,3 +249,17 @@ def test_every_held_out_quote_is_read(record: dict) -> None:
             continue
         assert figure.value == pytest.approx(value), (name, figure)
     assert all(c.holds is not False for c in log.checks), log.checks
+
+
+def test_the_error_vllm_stopped_with_is_read() -> None:
+    """vllm-project/vllm#25350 (2025-09): the stop of a V1 release, quoted verbatim."""
+    text = ("ValueError: To serve at least one request with the models's max seq len (221000), "
+            "(10.12 GiB KV cache is needed, which is larger than the available KV cache memory "
+            "(5.59 GiB). Based on the available memory, the estimated maximum model length is "
+            "122080. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+            "initializing the engine.")
+    log = read_log(text)
+    assert log.error is not None and log.error.startswith("ValueError: To serve")
+    assert log.figure("kv_pool").value == 5.59  # type: ignore[union-attr]
+    assert log.figure("longest_context").base == 122080  # type: ignore[union-attr]
+    assert not log.truncated
