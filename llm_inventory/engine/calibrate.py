@@ -36,6 +36,7 @@ from llm_inventory.engine.trust import Trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
+from llm_inventory.units import GIB
 
 PROFILE_NOTE = ("A calibration profile changes only an engine's reserve (non-torch memory, "
                 "activation peak, CUDA graphs, the rest of the pool's difference) and so the "
@@ -240,6 +241,8 @@ def rows_of(log: StartupLog, result: LaunchResult | None) -> list[Row]:
         holds = (abs(difference) <= max(TOLERANCE * abs(printed), figure.resolution)
                  if difference is not None else None)
         rule = RULES.get(figure.key.replace("_profiled", ""), "")
+        if figure.key == "kv_pool" and difference is not None and result is not None:
+            rule = _pool_attribution(log, result, difference) or rule
         if figure.key == "kv_pool" and (log.pp or 1) > 1:
             rule = ("with pipeline stages the log prints stage 0's pool; the prediction is "
                     "the binding stage's (the one with the fewest blocks)")
@@ -251,6 +254,29 @@ def rows_of(log: StartupLog, result: LaunchResult | None) -> list[Row]:
                         difference=difference, relative=relative, holds=holds, rule=rule,
                         line=figure.line))
     return rows
+
+
+def _pool_attribution(log: StartupLog, result: LaunchResult, difference: float) -> str:
+    """The pool's difference laid out by the parts the log printed (GiB): each part the
+    engine measured above the estimate takes as much from the pool."""
+    fit = result.plan.per_device
+    if fit is None:
+        return ""
+    parts: list[tuple[str, float]] = []
+    weights = log.figure("weights_profiled") or log.figure("weights")
+    if weights is not None:
+        parts.append(("weights", float(weights.base) - fit.weight_bytes))
+    for part, estimate in (("non_torch", fit.reserve.non_torch_bytes),
+                           ("activation", fit.reserve.activation_bytes)):
+        measured = _measured(log, part)
+        if measured is not None:
+            parts.append((part.replace("_", "-"), measured - estimate))
+    if not parts:
+        return ""
+    explained = -sum(delta for _, delta in parts)
+    laid = ", ".join(f"{name} {-delta / GIB:+.2f}" for name, delta in parts)
+    return (f"pool = budget − weights − reserve; its {difference / GIB:+.2f} GiB: {laid}, "
+            f"rest {(difference - explained) / GIB:+.2f} (budget, rounding, parts not printed)")
 
 
 def _measured(log: StartupLog, part: str) -> int | None:
