@@ -101,10 +101,7 @@ def local_entries(path: Path | None, engine: ServingEngine, device: Device, mode
     """The profile's entries for this engine release, device and model (and TP width, when
     given; placement takes every width's, each applied only at its own)."""
     profile = load_profile(profile_path(path))
-    found = [e for e in profile.entries
-             if (e.engine, e.release, e.model) == (engine.name, engine.version, model)
-             and e.gpu in gpu_keys(device) and (tp is None or e.tp == tp)]
-    return found
+    return profile.matching(engine.name, engine.version, gpu_keys(device), model, tp)
 
 
 @contextmanager

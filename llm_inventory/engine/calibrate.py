@@ -17,7 +17,6 @@ counted.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -129,10 +128,13 @@ class Profile(BaseModel):
         kept = [e for e in self.entries if e.key() not in keys]
         return Profile(entries=kept + list(new))
 
-    def matching(self, engine: str, release: str, gpu: str, model: str,
-                 tp: int) -> list[ProfileEntry]:
-        return [e for e in self.entries if (e.engine, e.release, e.gpu, e.model, e.tp)
-                == (engine, release, gpu, model, tp)]
+    def matching(self, engine: str, release: str, gpus: Sequence[str], model: str,
+                 tp: int | None = None) -> list[ProfileEntry]:
+        """The entries for this engine release, device (any of its names) and model, and
+        TP width when given."""
+        return [e for e in self.entries
+                if (e.engine, e.model) == (engine, model) and same_release(e.release, release)
+                and e.gpu in gpus and (tp is None or e.tp == tp)]
 
 
 class CalibrationReport(BaseModel):
@@ -179,6 +181,17 @@ def _tuple(version: str) -> tuple[int, ...]:
         if not part.isdigit():
             break
     return tuple(parts)
+
+
+def same_release(a: str, b: str) -> bool:
+    """0.19 and 0.19.0 are one release; 0.19 and 0.19.1 are not."""
+    def norm(text: str) -> tuple[int, ...]:
+        parts = list(_tuple(text))
+        while parts and parts[-1] == 0:
+            parts.pop()
+        return tuple(parts)
+
+    return norm(a) == norm(b) and bool(_tuple(a))
 
 
 def newest_release(engine: str) -> str | None:
@@ -456,6 +469,3 @@ def compare_log(log: StartupLog, source: str, spec: ModelSpec | None, device: De
         stop_agrees=None if result is None else (log.error is None) == (error is None),
         notes=notes, trust=trust)
 
-
-def finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)

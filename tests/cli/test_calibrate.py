@@ -318,3 +318,14 @@ def test_compare_engines_applies_the_profile(invoke: Invoke) -> None:
     assert vllm["trust"]["reserve"]["kind"] != "calibrated on your log"  # none learned
     plain = invoke(*args, "--no-local-calibration").json()[0]
     assert plain["trust"]["reserve"]["kind"] != "calibrated on your log"
+
+
+def test_a_release_spelt_two_ways_is_one(invoke: Invoke) -> None:
+    assert invoke("calibrate", str(TEXT / LLAMA.format(8192)), "-m", LLAMA_CONFIG).code == 0
+    data, _ = _launch_tokens(invoke, "--device-memory", "79.19GiB", "--engine-version", "0.19",
+                             "--", "vllm", "serve", LLAMA_CONFIG, "--max-model-len", "8192",
+                             "--gpu-memory-utilization", "0.95")
+    assert data["trust"]["reserve"]["kind"] == "calibrated on your log"
+    other, _ = _launch_tokens(invoke, "--device-memory", "79.19GiB", "--engine-version",
+                              "0.19.1", "--", "vllm", "serve", LLAMA_CONFIG)
+    assert other["trust"]["reserve"]["kind"] != "calibrated on your log"
