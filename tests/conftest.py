@@ -39,3 +39,11 @@ def invoke() -> Invoke:
         return Run(result.exit_code, result.stdout, result.stderr)
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _own_config_dir(tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own configuration directory: `calibrate` writes its profile
+    there and `launch` reads it, never the user's."""
+    monkeypatch.setenv("LLM_INVENTORY_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))

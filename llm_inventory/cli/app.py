@@ -324,6 +324,7 @@ lazy.register(app, "launch", "llm_inventory.cli.launch:launch", BoundedCommand,
               {"ignore_unknown_options": True, "allow_interspersed_args": False})
 lazy.register(app, "check", "llm_inventory.cli.check:check", BoundedCommand)
 lazy.register(app, "pack", "llm_inventory.cli.pack:pack", BoundedCommand)
+lazy.register(app, "calibrate", "llm_inventory.cli.calibrate:calibrate", BoundedCommand)
 lazy.register(app, "engines", "llm_inventory.cli.engines:engines", BoundedCommand)
 lazy.register(app, "models", "llm_inventory.cli.models:models", BoundedCommand)
 lazy.register(app, "devices", "llm_inventory.cli.devices:devices", BoundedCommand)

@@ -125,6 +125,9 @@ def compare(
     count: Annotated[int | None, typer.Option(
         "--count", "-n", min=1, help="With --device: devices available (default: one node)."
     )] = None,
+    no_local_calibration: Annotated[bool, typer.Option(
+        "--no-local-calibration",
+        help="With --engine: ignore the profile learned by `inventory calibrate`.")] = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -141,7 +144,8 @@ def compare(
     from llm_inventory.spec.loader import load_model
 
     if engine is not None:
-        _compare_engines(models, engine, device, count, context, kv_dtype, dtype, fmt, units)
+        _compare_engines(models, engine, device, count, context, kv_dtype, dtype, fmt, units,
+                         no_local_calibration)
         return
     if device is not None or count is not None:
         _compare_fits(models, device, count, context, kv_dtype, dtype, fmt)
@@ -189,9 +193,11 @@ def _compare_fits(models: list[str], device: str | None, count: int | None, cont
 
 def _compare_engines(models: list[str], engine: str, device: str | None, count: int | None,
                      context: int, kv_dtype: str | None, dtype: str | None, fmt: OutputFormat,
-                     units: Units) -> None:
+                     units: Units, no_local_calibration: bool = False) -> None:
     """`compare MODEL --engine a,b --device D`: the model's best plan on each engine."""
     from llm_inventory.cli.placement import engine_list
+    from llm_inventory.cli.profile_store import local_calibration
+    from llm_inventory.engine.calibrate import calibrated_trust
     from llm_inventory.engine.placement import PlacementRequest, plan_placement
     from llm_inventory.errors import InputError
     from llm_inventory.render.output import emit
@@ -207,8 +213,14 @@ def _compare_engines(models: list[str], engine: str, device: str | None, count: 
     spec = load_model(models[0])
     request = PlacementRequest(device=chosen, count=count or chosen.devices_per_node or 1,
                                context=context, dtype=dtype, kv_dtype=kv_dtype)
-    results = [plan_placement(spec, request.model_copy(update={"engine": name}))
-               for name in names]
+    results = []
+    for name in names:  # each engine with the local calibration profile's entries, if any
+        with local_calibration(None, no_local_calibration, name, chosen, spec.name) as found:
+            result = plan_placement(spec, request.model_copy(update={"engine": name}))
+        if found:
+            result = result.model_copy(update={"trust": {
+                **result.trust, "reserve": calibrated_trust(found)}})
+        results.append(result)
 
     def table() -> list[Any]:
         from llm_inventory.render.placement import engines_side_by_side

@@ -8,40 +8,40 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from llm_inventory.cli import complete
-from llm_inventory.cli.common import FormatOption, UnitsOption, units_of
+from llm_inventory.cli.common import FormatOption, UnitsOption, bytes_parser, units_of
 from llm_inventory.render.output import OutputFormat, Units
 
 if TYPE_CHECKING:
+    from llm_inventory.spec.devices import Device
     from llm_inventory.spec.model import ModelSpec
 
 
-def _hub_folder(model_id: str) -> Path | None:
-    """The Hugging Face cache folder of `model_id` (ORG/NAME), when it is on this machine."""
-    from llm_inventory.spec.hub import repo_folder
-
-    folder = repo_folder(model_id)
-    return folder if folder.is_dir() else None
-
-
 def resolve_model(reference: str) -> ModelSpec:
-    """A launch command's model: a local path, a preset or one of its Hugging Face ids, or
-    a model in the local Hugging Face cache; InputError when none resolves offline."""
-    from llm_inventory.errors import InputError
+    """A launch command's model, resolved as every command resolves MODEL: a local path, a
+    preset or one of its Hugging Face ids, the local Hugging Face cache, then (with the
+    `hub` extra, not offline) the Hub, headers only."""
     from llm_inventory.spec.loader import load_model
-    from llm_inventory.spec.presets import find_preset, load_preset
 
-    if Path(reference).expanduser().exists():
-        return load_model(reference)
-    try:
-        return load_preset(find_preset(reference).name)
-    except InputError:
-        pass
-    folder = _hub_folder(reference) if reference.count("/") == 1 else None
-    if folder is not None:
-        return load_model(str(folder))
-    raise InputError("model", f"{reference!r} is not resolvable offline: not a local path, "
-                     "a preset or its Hugging Face id, nor in the Hugging Face cache; pass "
-                     "its config.json or folder instead")
+    return load_model(reference)
+
+
+# launch's own options: given after -- they are the tool's, not the engine's
+TOOL_OPTIONS = frozenset({"--device", "-d", "--count", "-n", "--engine-version",
+                          "--device-memory", "--profile", "--no-local-calibration", "--format",
+                          "--units"})
+
+
+def device_of(device: str | None, memory: int | None) -> Device:
+    """The device a launch runs on: a catalog device, its memory replaced by `memory` when
+    given (a slice, a card as its runtime reports it), or any card of `memory` bytes."""
+    from llm_inventory.errors import InputError
+    from llm_inventory.spec.devices import custom_device, resolve_device
+
+    if device is None and memory is None:
+        raise InputError("device", "missing: say which device the command runs on (see "
+                         "`inventory devices`), or give --device-memory")
+    chosen = resolve_device(device) if device is not None else None
+    return custom_device(memory, chosen) if memory is not None else chosen  # type: ignore[return-value]
 
 
 def _read_options(name: str) -> object:
@@ -84,34 +84,57 @@ def launch(
         metavar="VERSION",
         help="The engine release it runs (default: the newest modelled; see "
              "`inventory engines`).")] = None,
+    device_memory: Annotated[int | None, typer.Option(
+        "--device-memory", metavar="SIZE", parser=bytes_parser("--device-memory"),
+        help="Memory of each device as the runtime reports it (24GiB, 22GiB for a slice): "
+             "any card, with or without --device.")] = None,
+    profile: Annotated[Path | None, typer.Option(
+        "--profile", metavar="FILE",
+        help="The calibration profile to apply (default: the local one).")] = None,
+    no_local_calibration: Annotated[bool, typer.Option(
+        "--no-local-calibration",
+        help="Ignore the calibration profile learned by `inventory calibrate`.")] = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
     """Read an engine's launch command and predict what it prints about its KV cache at
     start-up, in its own words and units, or the error it stops with and the longest
     context that fits. Flags it does not model are listed on stderr, never refused.
+    Exit status 1 when the prediction is that the engine will not start (for CI), 0 when
+    it starts. A calibration profile learned from your own start-up log for the same
+    engine release, device, model and TP width moves the engine's reserve, labelled
+    "calibrated on your log".
 
     Example: inventory launch -d h100 -- vllm serve Qwen/Qwen3-8B -tp 2
     """
+    from llm_inventory.cli.profile_store import local_entries
+    from llm_inventory.engine.calibrate import applied, calibrated_trust
     from llm_inventory.engine.launch import match_program, predict_launch
     from llm_inventory.engine.serving import get
     from llm_inventory.errors import InputError
     from llm_inventory.render.output import emit, warn
-    from llm_inventory.spec.devices import resolve_device
 
-    if device is None:
-        raise InputError("device", "missing: say which device the command runs on (see "
-                         "`inventory devices`)")
-    chosen = resolve_device(device)
+    chosen = device_of(device, device_memory)
     era, rest = match_program(list(command))
     parsed = era.parse_launch(rest)
+    misplaced = [flag for flag in parsed.ignored if flag.split("=")[0].split()[0]
+                 in TOOL_OPTIONS]
+    if misplaced:
+        raise InputError("launch", f"{', '.join(misplaced)}: an option of `inventory launch` "
+                         "given after -- (the engine's command line); put it before --")
     options = era.options_file(parsed)
     if options is not None:
         parsed = era.with_options(parsed, _read_options(options))
     version = engine_version or parsed.version
     engine = get(f"{era.name}@{version}", "engine_version") if version else era
     spec = resolve_model(parsed.model)
-    result = predict_launch(spec, parsed, engine, chosen, count)
+    entries = [] if no_local_calibration else local_entries(
+        profile, engine, chosen, spec.name, parsed.tp)
+    with applied(engine, entries) as used:
+        result = predict_launch(spec, parsed, used, chosen, count)
+    if entries:
+        result = result.model_copy(update={"trust": {**result.trust,
+                                                     "reserve": calibrated_trust(entries)}})
     if parsed.ignored:  # once the command line is known good: bad input stays one line
         warn(f"{engine.label} flags not modelled, ignored: {', '.join(parsed.ignored)}")
 
@@ -121,3 +144,5 @@ def launch(
         return launch_tables(result, units_of(units))
 
     emit(result, fmt, table)
+    if result.startup_error is not None:  # the engine stops at start-up: a failed check
+        raise typer.Exit(1)

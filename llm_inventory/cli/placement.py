@@ -235,6 +235,12 @@ def placement(
     launch: Annotated[bool, typer.Option(
         "--launch", help="Give each plan's launch command in its engine's own flags (a "
         "prefill/decode plan: both servers and the router).")] = False,
+    profile: Annotated[Path | None, typer.Option(
+        "--profile", metavar="FILE",
+        help="The calibration profile to apply (default: the local one).")] = None,
+    no_local_calibration: Annotated[bool, typer.Option(
+        "--no-local-calibration",
+        help="Ignore the calibration profile learned by `inventory calibrate`.")] = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -247,6 +253,8 @@ def placement(
     """
     import os
 
+    from llm_inventory.cli.profile_store import local_calibration
+    from llm_inventory.engine.calibrate import calibrated_trust
     from llm_inventory.engine.placement import ORDERS, PlacementRequest, plan_placement
     from llm_inventory.errors import CheckFailed, InputError
     from llm_inventory.render.output import emit
@@ -287,8 +295,15 @@ def placement(
     for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if value is not None and value > n:  # nothing to place; and a search of that size
             raise InputError(pin, f"{pin} {value:,} needs {value:,} devices; --count is {n:,}")
-    results = [plan_placement(spec, request.model_copy(update={"engine": name}))
-               for name in engines]
+    results = []
+    for name in engines:
+        with local_calibration(profile, no_local_calibration, name, chosen, spec.name) as (
+                entries):
+            found = plan_placement(spec, request.model_copy(update={"engine": name}))
+        if entries:
+            found = found.model_copy(update={"trust": {
+                **found.trust, "reserve": calibrated_trust(entries)}})
+        results.append(found)
     if any(r.fitting == 0 for r in results):
         from llm_inventory.engine.would_fit import would_fit
         from llm_inventory.spec.devices import list_devices

@@ -93,6 +93,10 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
         raise InputError("launch", f"{spec.name} states no context length; give "
                          "the engine's context flag")
     quantized = spec.quantization is not None and command.dtype not in (None, "fp8")
+    # --kv-cache-dtype auto is the model's run-time dtype, --dtype when given (vLLM
+    # CacheConfig.cache_dtype "auto" → ModelConfig.dtype; SGLang's kv_cache_dtype "auto")
+    kv_dtype = command.kv_dtype or (command.dtype if command.dtype in ("fp16", "bf16", "fp32")
+                                    and not quantized else None)
     request = PlacementRequest(
         device=device, count=devices, tp=command.tp, pp=command.pp,
         ep=command.ep or 1, engine=f"{engine.name}@{engine.version}",
@@ -101,7 +105,7 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
         max_num_batched_tokens=command.max_num_batched_tokens,
         max_num_seqs=command.max_num_seqs, block_size=command.block_size,
         # an engine's --dtype retypes unquantized checkpoints only
-        dtype=None if quantized else command.dtype, kv_dtype=command.kv_dtype, limit=0)
+        dtype=None if quantized else command.dtype, kv_dtype=kv_dtype, limit=0)
     result = plan_placement(spec, request)
     shape = (command.tp, command.pp, command.ep or 1)
     plan = next((p for p in result.plans if p.disaggregation is None

@@ -62,6 +62,8 @@ class Trust(BaseModel):
         return data
 
     def label(self) -> str:
+        if self.kind == "calibrated on your log" and self.basis.startswith(self.kind):
+            return self.basis.partition(":")[0]  # with the log's file name and date
         if self.kind not in CALIBRATED or self.band is None:
             return self.kind
         kind = f"{self.kind}, extrapolated" if self.extrapolated else self.kind

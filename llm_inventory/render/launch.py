@@ -48,9 +48,15 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
     elif result.longest_context == 0:
         parts.append(Text("no context fits: the weights and the reserve leave no room for the "
                           "KV cache", style="yellow"))
-    parts.append(Text("* the reserve (activation peak, non-torch memory, CUDA graphs where "
-                      "the engine subtracts them) is an estimate; conc.: requests at the "
-                      "context one engine holds, total: every engine", style="dim"))
+    local = result.trust.get("reserve")
+    if local is not None and local.kind == "calibrated on your log":
+        parts.append(Text(f"* the reserve is {local.basis}; conc.: requests at the context "
+                          "one engine holds, total: every engine", style="dim"))
+    else:
+        parts.append(Text("* the reserve (activation peak, non-torch memory, CUDA graphs "
+                          "where the engine subtracts them) is an estimate; conc.: requests "
+                          "at the context one engine holds, total: every engine",
+                          style="dim"))
     if result.trust:
         parts.append(Text("trust: " + "; ".join(f"{group.replace('_', ' ')} {t.label()}"
                                                 for group, t in result.trust.items()),

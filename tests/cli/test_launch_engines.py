@@ -143,7 +143,7 @@ def test_launch_and_placement_agree(invoke: Invoke, engine: str) -> None:
 def test_launch_predicts_the_stop_and_the_longest_context(invoke: Invoke) -> None:
     run = invoke("launch", "--device", "l4", "--", "vllm", "serve", "llama-3.1-8b",
                  "--max-model-len", "128K", "--port", "8000")
-    assert run.code == 0, run.stderr
+    assert run.code == 1, run.stderr  # the engine will not start: exit 1, for CI
     assert "will stop with" in run.stdout
     assert "To serve at least one request" in run.stdout
     assert "--port 8000" in run.stderr  # ignored flags are said on stderr, never refused
@@ -183,9 +183,18 @@ def test_bad_input_is_one_line_and_exit_2(invoke: Invoke, args: tuple[str, ...])
     assert run.stderr.startswith("inventory: error: ")
 
 
-def test_unresolvable_hub_ids_say_so(invoke: Invoke) -> None:
+def test_hub_ids_resolve_as_everywhere_else(invoke: Invoke,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """launch resolves MODEL as placement does (preset, cache, then the Hub): the same
+    answer, and the same one-line refusal for an id none of them holds."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run = invoke("launch", "--device", "h100", "--", "vllm", "serve", "Nobody/No-Such-7B")
-    assert "not resolvable offline" in run.stderr
+    same = invoke("placement", "Nobody/No-Such-7B", "--device", "h100")
+    assert run.code == same.code == 2 and run.stdout == ""
+    assert run.stderr == same.stderr and run.stderr.count("\n") == 1
+    preset = invoke("launch", "-d", "h100", "--format", "json", "--", "vllm", "serve",
+                    "Qwen/Qwen3-8B").json()
+    assert preset["model"] == "qwen3-8b"
 
 
 def test_engines_lists_every_era(invoke: Invoke) -> None:
@@ -245,7 +254,7 @@ def test_the_stop_is_led_by_the_engines_own_exception(invoke: Invoke, command: t
     """Each engine's error as it raises it: vLLM's ValueError, SGLang's RuntimeError, and
     llama.cpp's log lines with no Python exception at all."""
     run = invoke("launch", "--device", "l4", "--format", "json", "--", *command)
-    assert run.code == 0, run.stderr
+    assert run.code == 1, run.stderr  # the engine will not start: exit 1
     error = run.json()["startup_error"]
     assert error.startswith(lead), error
     table = invoke("launch", "--device", "l4", "--", *command)

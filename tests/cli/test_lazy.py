@@ -17,7 +17,7 @@ from llm_inventory.cli.app import app
 MODULES = {
     "kv": "kv", "inventory": "inventory", "placement": "placement", "recommend": "recommend",
     "compare": "inventory", "launch": "launch", "check": "check", "pack": "pack",
-    "engines": "engines",
+    "calibrate": "calibrate", "engines": "engines",
     "models": "models", "devices": "devices", "route": "route", "sample": "sample",
     "schema": "schema",
 }

@@ -74,6 +74,48 @@ def _kv_dtype(text: str) -> str | None:
                          "float16") from exc
 
 
+# The flags this reader acts on, and real vLLM flags spelt close to them (vllm/engine/
+# arg_utils.py EngineArgs.add_cli_args, vllm/entrypoints/openai/cli_args.py): a flag close to
+# the first and none of the second is a misspelling vLLM itself refuses.
+READ_FLAGS = ("--model", "--tensor-parallel-size", "--pipeline-parallel-size",
+              "--data-parallel-size", "--enable-expert-parallel", "--max-model-len",
+              "--gpu-memory-utilization", "--max-num-batched-tokens", "--max-num-seqs",
+              "--block-size", "--kv-cache-dtype", "--dtype", "--quantization", "--swap-space",
+              *_READ_SWITCHES)
+_NEAR_REAL = frozenset({
+    "--data-parallel-size-local", "--data-parallel-rank", "--data-parallel-start-rank",
+    "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-backend",
+    "--data-parallel-hybrid-lb", "--data-parallel-external-lb",
+    "--decode-context-parallel-size", "--kv-cache-memory", "--kv-cache-memory-bytes",
+    "--max-num-partial-prefills", "--max-long-partial-prefills", "--max-seq-len-to-capture",
+    "--enable-eplb", "--enable-chunked-prefill", "--no-enable-chunked-prefill",
+    "--enable-prompt-tokens-details", "--enable-prefix-caching", "--prefix-caching-hash-algo",
+    "--model-impl", "--model-loader-extra-config", "--mode", "--hf-token", "--seed",
+    "--cpu-offload-gb", "--kv-offloading-size", "--mm-processor-cache-gb",
+    "--tensor-parallel-size", "--pipeline-parallel-size", "--max-logprobs",
+    "--max-num-batched-tokens", "--max-num-seqs", "--max-model-len", "--block-size",
+    "--served-model-name", "--tokenizer", "--revision", "--code-revision",
+    "--enable-expert-parallel", "--all2all-backend", "--expert-placement-strategy",
+    "--kv-transfer-config", "--kv-events-config", "--kv-sharing-fast-prefill",
+    "--calculate-kv-scales", "--kv-cache-dtype", "--dtype", "--quantization",
+})
+
+
+def misspelt(name: str) -> None:
+    """InputError, in vLLM's own argparse words, for a flag spelt close to one the reader
+    acts on that is not itself a vLLM flag: the prediction must not carry on without it."""
+    import difflib
+
+    if not name.startswith("--") or name in _NEAR_REAL or name in _SWITCHES:
+        return
+    if any(flag.startswith(name) for flag in (*READ_FLAGS, *_NEAR_REAL)):
+        return  # argparse takes a prefix of one flag as that flag (allow_abbrev)
+    close = difflib.get_close_matches(name, READ_FLAGS, n=1, cutoff=0.85)
+    if close:
+        raise InputError("launch", f"vllm: error: unrecognized arguments: {name} (the closest "
+                         f"real flag is {close[0]})")
+
+
 def split_args(argv: list[str]) -> list[tuple[str, str | None]]:
     """Pair each flag with its value: ('--flag', 'value'), ('--switch', None) and positional
     words as ('', word). A value-taking flag at the end is InputError."""
@@ -177,6 +219,7 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
             flag, on = _READ_SWITCHES[name]
             flags[flag] = on
         else:
+            misspelt(name)
             ignored.append(name if value is None else f"{name} {value}")
             continue
         understood.append(name if value is None else f"{name} {value}")
