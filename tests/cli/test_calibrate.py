@@ -220,8 +220,8 @@ def test_a_misspelt_vllm_flag_is_refused_as_vllm_refuses_it(invoke: Invoke, flag
     assert f"the closest real flag is {closest}" in run.stderr
 
 
-@pytest.mark.parametrize("flag", ["--data-parallel-size-local", "--kv-cache-memory", "--port",
-                                  "--max-num-seq"])
+@pytest.mark.parametrize("flag", ["--data-parallel-size-local", "--max-num-partial-prefills",
+                                  "--port", "--max-num-seq"])
 def test_real_vllm_flags_near_the_read_ones_are_not_refused(invoke: Invoke,
                                                             flag: str) -> None:
     run = invoke("launch", "-d", "h100", "--", "vllm", "serve", "qwen3-8b", flag, "2")
