@@ -50,6 +50,34 @@ def _number(field: str, text: str | None, *, allowed: str, zero: bool = False,
     return value
 
 
+def _with_local_calibration(spec: Any, request: Any, profile: Path | None,
+                            off: bool) -> Any:
+    """recommend run with the local calibration profile applied, as placement applies it:
+    each engine's entries for the one device asked (a profile is learned per GPU model;
+    with several devices it is not applied, and a warning says so)."""
+    from contextlib import ExitStack
+
+    from llm_inventory.cli.profile_store import local_calibration
+    from llm_inventory.engine.calibrate import calibrated_trust
+    from llm_inventory.engine.recommend import recommend as run
+    from llm_inventory.render.output import warn
+
+    used: list[Any] = []
+    with ExitStack() as stack:
+        if len(request.devices) == 1:
+            for name in request.engines:
+                used += stack.enter_context(local_calibration(
+                    profile, off, name, request.devices[0], spec.name))
+        elif profile is not None:
+            warn("--profile: a calibration profile is learned per GPU model; give one "
+                 "--device to apply it")
+        result = run(spec, request)
+    if used:
+        result = result.model_copy(update={"trust": {
+            **result.trust, "reserve": calibrated_trust(used)}})
+    return result
+
+
 def _histogram(path: Path) -> list[Any]:
     """Length bins from a YAML/JSON list of {isl, osl, weight} (or CSV isl,osl[,weight])."""
     from pydantic import TypeAdapter, ValidationError
@@ -172,6 +200,13 @@ def recommend(
     plot: Annotated[Path | None, typer.Option(
         metavar="FILE", help="Draw the Pareto front and the KV capacity against context "
         "into an .svg or .png file (needs the `plot` extra).")] = None,
+    profile: Annotated[Path | None, typer.Option(
+        "--profile", metavar="FILE",
+        help="The calibration profile to apply (default: the local one; with one --device)."
+    )] = None,
+    no_local_calibration: Annotated[bool, typer.Option(
+        "--no-local-calibration",
+        help="Ignore the calibration profile learned by `inventory calibrate`.")] = False,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """The plans that meet a workload's latency targets, ranked by cost: replicas, GPUs,
@@ -186,7 +221,6 @@ def recommend(
         Targets,
         Workload,
     )
-    from llm_inventory.engine.recommend import recommend as run
     from llm_inventory.errors import CheckFailed, InputError
     from llm_inventory.render.output import emit
     from llm_inventory.spec.devices import resolve_device
@@ -242,7 +276,7 @@ def recommend(
         dtype=dtype,
         kv_dtype=kv_dtype, seed=seed, limit=limit, tp=tp, pp=pp, ep=ep, context=context,
         disaggregation=disaggregation)
-    result = run(spec, request)
+    result = _with_local_calibration(spec, request, profile, no_local_calibration)
     if plot is not None:
         from llm_inventory.render.plot import write_plot
 

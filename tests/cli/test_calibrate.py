@@ -329,3 +329,18 @@ def test_a_release_spelt_two_ways_is_one(invoke: Invoke) -> None:
     other, _ = _launch_tokens(invoke, "--device-memory", "79.19GiB", "--engine-version",
                               "0.19.1", "--", "vllm", "serve", LLAMA_CONFIG)
     assert other["trust"]["reserve"]["kind"] != "calibrated on your log"
+
+
+def test_recommend_applies_the_profile_for_one_device(invoke: Invoke) -> None:
+    assert invoke("calibrate", str(TEXT / LLAMA.format(8192)), "-m", LLAMA_CONFIG).code == 0
+    args = ("recommend", LLAMA_CONFIG, "-d", "h100", "-e", "vllm@0.19.0", "--use-case",
+            "chat", "--qps", "2", "-f", "json")
+    run = invoke(*args)
+    assert run.code == 0, run.stderr
+    reserve = run.json()["trust"]["reserve"]
+    assert reserve["kind"] == "calibrated on your log"
+    assert "h100-80gb--tp1pp1dp1--8192.log" in reserve["basis"]
+    assert "reserve" not in invoke(*args, "--no-local-calibration").json()["trust"]
+    several = invoke("recommend", LLAMA_CONFIG, "-d", "h100", "-d", "h200", "-e",
+                     "vllm@0.19.0", "--use-case", "chat", "--qps", "2", "-f", "json")
+    assert several.code == 0 and "reserve" not in several.json()["trust"]
