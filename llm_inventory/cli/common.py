@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
@@ -47,6 +48,20 @@ FormatOption = Annotated[
     typer.Option(
         "--format", "-f", case_sensitive=False,
         help="table for people; json or yaml for scripts (exact integers, stable keys).",
+    ),
+]
+ProfileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--profile", metavar="FILE",
+        help="The calibration profile to apply (default: the local one).",
+    ),
+]
+NoLocalCalibrationOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-local-calibration",
+        help="Ignore the calibration profile learned by `inventory calibrate`.",
     ),
 ]
 UnitsOption = Annotated[

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from llm_inventory.cli import complete
-from llm_inventory.cli.common import FormatOption, UnitsOption, bytes_parser, units_of
+from llm_inventory.cli.common import (
+    FormatOption,
+    NoLocalCalibrationOption,
+    ProfileOption,
+    UnitsOption,
+    bytes_parser,
+    units_of,
+)
 from llm_inventory.render.output import OutputFormat, Units
 
 if TYPE_CHECKING:
@@ -88,12 +95,8 @@ def launch(
         "--device-memory", metavar="SIZE", parser=bytes_parser("--device-memory"),
         help="Memory of each device as the runtime reports it (24GiB, 22GiB for a slice): "
              "any card, with or without --device.")] = None,
-    profile: Annotated[Path | None, typer.Option(
-        "--profile", metavar="FILE",
-        help="The calibration profile to apply (default: the local one).")] = None,
-    no_local_calibration: Annotated[bool, typer.Option(
-        "--no-local-calibration",
-        help="Ignore the calibration profile learned by `inventory calibrate`.")] = False,
+    profile: ProfileOption = None,
+    no_local_calibration: NoLocalCalibrationOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:

@@ -13,6 +13,8 @@ from llm_inventory.cli.common import (
     DtypeOption,
     FormatOption,
     KvDtypeOption,
+    NoLocalCalibrationOption,
+    ProfileOption,
     UnitsOption,
     bytes_parser,
     tokens_parser,
@@ -235,12 +237,8 @@ def placement(
     launch: Annotated[bool, typer.Option(
         "--launch", help="Give each plan's launch command in its engine's own flags (a "
         "prefill/decode plan: both servers and the router).")] = False,
-    profile: Annotated[Path | None, typer.Option(
-        "--profile", metavar="FILE",
-        help="The calibration profile to apply (default: the local one).")] = None,
-    no_local_calibration: Annotated[bool, typer.Option(
-        "--no-local-calibration",
-        help="Ignore the calibration profile learned by `inventory calibrate`.")] = False,
+    profile: ProfileOption = None,
+    no_local_calibration: NoLocalCalibrationOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:

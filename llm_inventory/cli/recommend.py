@@ -10,7 +10,14 @@ from typing import Annotated, Any
 import typer
 
 from llm_inventory.cli import complete
-from llm_inventory.cli.common import DtypeOption, FormatOption, KvDtypeOption, tokens_parser
+from llm_inventory.cli.common import (
+    DtypeOption,
+    FormatOption,
+    KvDtypeOption,
+    NoLocalCalibrationOption,
+    ProfileOption,
+    tokens_parser,
+)
 from llm_inventory.render.output import OutputFormat
 
 
@@ -200,13 +207,8 @@ def recommend(
     plot: Annotated[Path | None, typer.Option(
         metavar="FILE", help="Draw the Pareto front and the KV capacity against context "
         "into an .svg or .png file (needs the `plot` extra).")] = None,
-    profile: Annotated[Path | None, typer.Option(
-        "--profile", metavar="FILE",
-        help="The calibration profile to apply (default: the local one; with one --device)."
-    )] = None,
-    no_local_calibration: Annotated[bool, typer.Option(
-        "--no-local-calibration",
-        help="Ignore the calibration profile learned by `inventory calibrate`.")] = False,
+    profile: ProfileOption = None,
+    no_local_calibration: NoLocalCalibrationOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """The plans that meet a workload's latency targets, ranked by cost: replicas, GPUs,
