@@ -108,7 +108,7 @@ def sweep(
     fits, the best plan, KV tokens, requests held, TTFT, TPOT, tokens/s and price — one
     cell per point, each equal to the placement run there.
 
-    Example: inventory sweep llama-3.1-8b -d h100 --context 8K,32K --concurrency 1,64
+    Example: inventory sweep qwen3-8b -d h100 --context 8K,32K --concurrency 1,64
     """
     import sys
 
