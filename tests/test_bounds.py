@@ -64,7 +64,8 @@ def test_one_past_each_bound_is_refused_at_parse(invoke: Invoke, command: str,
     base = {"inventory": ["llama-3.1-8b"], "compare": ["llama-3.1-8b", "mixtral-8x7b"],
             "placement": ["llama-3.1-8b", "--device", "h100"],
             "recommend": ["llama-3.1-8b", "--device", "h100"],
-            "pack": ["llama-3.1-8b", "--device", "h100"]}.get(command, [])
+            "pack": ["llama-3.1-8b", "--device", "h100"],
+            "sweep": ["llama-3.1-8b", "--device", "h100"]}.get(command, [])
     after = {"launch": ["--", "vllm", "serve", "llama-3.1-8b"]}.get(command, [])
     run = invoke(command, *base, param.opts[0], str(bound.limit + 1), *after)
     assert run.code == 2

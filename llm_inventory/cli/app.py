@@ -320,6 +320,7 @@ lazy.register(app, "inventory", "llm_inventory.cli.inventory:inventory", Bounded
 lazy.register(app, "placement", "llm_inventory.cli.placement:placement", BoundedCommand)
 lazy.register(app, "recommend", "llm_inventory.cli.recommend:recommend", BoundedCommand)
 lazy.register(app, "compare", "llm_inventory.cli.inventory:compare", BoundedCommand)
+lazy.register(app, "sweep", "llm_inventory.cli.sweep:sweep", BoundedCommand)
 lazy.register(app, "launch", "llm_inventory.cli.launch:launch", BoundedCommand,
               {"ignore_unknown_options": True, "allow_interspersed_args": False})
 lazy.register(app, "check", "llm_inventory.cli.check:check", BoundedCommand)

@@ -45,6 +45,8 @@ def test_each_dtype_flag_means_one_thing_everywhere() -> None:
                       "--kv-dtype": found["recommend"]["--kv-dtype"]},
         "route": {"--activation-dtype": found["route"]["--activation-dtype"]},
         "engines": {"--kv-dtype": found["engines"]["--kv-dtype"]},
+        "sweep": {"--dtype": found["sweep"]["--dtype"],
+                  "--kv-dtype": found["sweep"]["--kv-dtype"]},
     }
     for flags in found.values():
         for flag, help_text in flags.items():

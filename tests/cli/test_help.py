@@ -20,7 +20,7 @@ COMMANDS = [c.name for c in app.registered_commands if c.name]
 def test_every_command_is_registered() -> None:
     assert set(COMMANDS) == {"kv", "inventory", "placement", "recommend", "compare", "models",
                              "devices", "route", "sample", "schema", "launch", "engines", "check",
-                             "pack", "calibrate"}
+                             "pack", "calibrate", "sweep"}
 
 
 @pytest.mark.parametrize("command", COMMANDS)

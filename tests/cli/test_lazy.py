@@ -16,7 +16,7 @@ from llm_inventory.cli.app import app
 # Command → the module that implements it (`compare` lives beside `inventory`).
 MODULES = {
     "kv": "kv", "inventory": "inventory", "placement": "placement", "recommend": "recommend",
-    "compare": "inventory", "launch": "launch", "check": "check", "pack": "pack",
+    "compare": "inventory", "sweep": "sweep", "launch": "launch", "check": "check", "pack": "pack",
     "calibrate": "calibrate", "engines": "engines",
     "models": "models", "devices": "devices", "route": "route", "sample": "sample",
     "schema": "schema",

@@ -11,11 +11,14 @@ per-TP summary, refused splits, the smallest fit). `facts` holds what every shap
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from llm_inventory.engine.model_state import context_notes
 from llm_inventory.engine.params import count_parameters
 from llm_inventory.engine.placement.candidates import Shape, shapes
 from llm_inventory.engine.placement.facts import ModelFacts, model_facts
 from llm_inventory.engine.placement.fit import Sized, size, variant
+from llm_inventory.engine.placement.fit import fits as fit_of
 from llm_inventory.engine.placement.legality import Judge, model_refusals
 from llm_inventory.engine.placement.models import (
     ORDERS,
@@ -115,20 +118,56 @@ def _variants(facts: ModelFacts, legal: list[Sized]) -> list[Sized]:
     return found
 
 
-def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResult:
-    """Enumerate, judge and size every split; plans in the order `request.sort` defines
-    (see `ranking.py`); illegal splits listed once each in `refused`.
+@dataclass
+class Search:
+    """A placement search before a workload's concurrency judges its shapes: the facts,
+    every shape judged and sized, and the reporter whose memo tables (timings,
+    capacities) every concurrency shares."""
 
-    Raises InputError for pins the devices cannot hold and for settings the engine refuses.
-    """
+    facts: ModelFacts
+    judged: list[Sized]
+    legal: list[Sized]  # the legal shapes and their disaggregated variants
+    variants: int
+    reporter: Reporter
+
+
+def search(spec: ModelSpec, request: PlacementRequest) -> Search:
+    """Enumerate, judge and size every split of `request` (its concurrency only sets which
+    fit: `result_of` judges them for any other). Raises InputError for pins the devices
+    cannot hold and for settings the engine refuses."""
     _check_pins(request)
     facts = model_facts(spec, request)
     _check_partition(spec, request, facts)
     judged = _judge_all(facts)
     legal = [s for s in judged if s.legal]
     disaggregated = _variants(facts, legal)
-    legal += disaggregated
-    reporter = Reporter(facts)
+    return Search(facts=facts, judged=judged, legal=legal + disaggregated,
+                  variants=len(disaggregated), reporter=Reporter(facts))
+
+
+def plan_placement(spec: ModelSpec, request: PlacementRequest) -> PlacementResult:
+    """Enumerate, judge and size every split; plans in the order `request.sort` defines
+    (see `ranking.py`); illegal splits listed once each in `refused`.
+
+    Raises InputError for pins the devices cannot hold and for settings the engine refuses.
+    """
+    return result_of(spec, search(spec, request), request.concurrency)
+
+
+def result_of(spec: ModelSpec, found: Search, concurrency: int) -> PlacementResult:
+    """A search's result for a workload of `concurrency` requests at its context: only
+    which shapes fit, and so the order, the verdicts and the smallest fit, depend on it (a
+    sweep judges one search at every concurrency it asks)."""
+    facts = found.facts
+    if concurrency != facts.request.concurrency:
+        facts = replace(facts, request=facts.request.model_copy(
+            update={"concurrency": concurrency}))
+    request = facts.request
+    judged = [replace(s, fits=fit_of(facts, s)) if s.weights else s for s in found.judged]
+    legal = [replace(s, fits=fit_of(facts, s)) for s in found.legal]
+    disaggregated = legal[len(legal) - found.variants:] if found.variants else []
+    reporter = found.reporter
+    reporter.facts = facts
     plans = [reporter.plan(s) for s in legal]
     notes = context_notes(spec, facts.context)
     if facts.engine.release_warning:
