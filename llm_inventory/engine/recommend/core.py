@@ -195,10 +195,14 @@ class Evaluator:
                        rate=rate, concurrency=concurrency)
         point = self._spread(p, batch, served.tpot_s, served.requests_per_s, extra,
                              busy=served.concurrency)
-        if concurrency is not None:  # users waiting for a slot wait before their prefill
-            shift = max(0.0, served.ttft_s - point.ttft.p50)
-            point.ttft = Latency(p50=point.ttft.p50 + shift, p95=point.ttft.p95 + shift)
-            point.e2e = Latency(p50=point.e2e.p50 + shift, p95=point.e2e.p95 + shift)
+        if concurrency is not None and served.ttft_p50_s is not None:
+            # users who start together wait in waves (and for a slot past the pool): the
+            # percentiles of that schedule, with the length sample's spread on top
+            shift = max(0.0, served.ttft_p50_s - point.ttft.p50)
+            p95 = max(point.ttft.p95 + shift, served.ttft_p95_s or 0.0)
+            point.e2e = Latency(p50=point.e2e.p50 + shift,
+                                p95=point.e2e.p95 + p95 - point.ttft.p95)
+            point.ttft = Latency(p50=point.ttft.p50 + shift, p95=p95)
         return point, served.saturated
 
 

@@ -13,7 +13,9 @@ Rules:
 - Past capacity (the batch at its bound, or prefill using every free token) the server is
   saturated: it serves μ requests/s, and a finite run of M requests waits on average
   M ÷ 2 × (1/μ − 1/λ) more before its first token.
-- Closed loop at C concurrent users: λ = C ÷ (TTFT + OSL × TPOT), solved the same way.
+- Closed loop at C concurrent users: λ = C ÷ (TTFT + OSL × TPOT), solved the same way for
+  the rounds; TTFT and its percentiles from users who start together (`waves`): their
+  prompts arrive in waves that wait for each other's prefill, not spread as at a rate.
 - Offline (every request queued): the batch at its bound, each round admitting N × ISL ÷ OSL
   prompt tokens; a run with fewer requests than the bound prefills them all, then decodes.
 - Static batching (no continuous batching): one prefill of the whole batch, then OSL − 1
@@ -41,6 +43,10 @@ class Served:
     output_tokens_per_s: float
     saturated: bool
     capacity_requests_per_s: float  # the most this replica sustains at these lengths
+    ttft_p50_s: float | None = None  # percentiles where the load has a spread (closed loop)
+    ttft_p90_s: float | None = None
+    ttft_p95_s: float | None = None
+    ttft_p99_s: float | None = None
 
 
 def prefill_alone(p: WorkProfile, cal: Calibration, isl: int, chunk: int) -> float:
@@ -82,9 +88,11 @@ def _capacity(p: WorkProfile, cal: Calibration, isl: int, osl: int, cap: float,
 
 def serve(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: float, chunk: int,
           rate: float | None = None, concurrency: float | None = None,
-          requests: int | None = None) -> Served:
+          requests: int | None = None, warmup: int = 0) -> Served:
     """The steady state at `rate` requests/s, or with `concurrency` users in a closed loop
-    (see the module rules). `cap`: sequences the pool and max_num_seqs allow at once."""
+    (see the module rules). `cap`: sequences the pool and max_num_seqs allow at once; a
+    closed loop runs `requests` requests (default four per user) and measures all but the
+    first `warmup`."""
     cap = max(1.0, cap)
     capacity, t_cap = _capacity(p, cal, isl, osl, cap, chunk)
     alone = prefill_alone(p, cal, isl, chunk)
@@ -113,10 +121,19 @@ def serve(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: float, c
     n = min(cap, served * osl * t)
     ttft = _first_token(p, cal, isl, context, n, served, t, chunk, alone)
     if concurrency is not None:
-        # every user not decoding waits for a slot: Little's law over the whole loop
-        ttft = max(ttft, concurrency / served - osl * t)
-        saturated = False
-    elif lam > capacity:
+        from llm_inventory.engine.timing.waves import closed_loop
+
+        waves = closed_loop(p, cal, isl=isl, osl=osl, cap=cap, chunk=chunk,
+                            users=max(1, round(concurrency)), requests=requests,
+                            warmup=warmup)
+        return Served(ttft_s=waves.mean_ttft_s, tpot_s=t, concurrency=n, requests_per_s=served,
+                      output_tokens_per_s=served * osl, saturated=False,
+                      capacity_requests_per_s=capacity,
+                      ttft_p50_s=waves.ttft_percentile(50),
+                      ttft_p90_s=waves.ttft_percentile(90),
+                      ttft_p95_s=waves.ttft_percentile(95),
+                      ttft_p99_s=waves.ttft_percentile(99))
+    if lam > capacity:
         ttft = ttft + requests / 2 * (1 / capacity - 1 / lam) if requests else math.inf
     return Served(ttft_s=ttft, tpot_s=t, concurrency=n, requests_per_s=served,
                   output_tokens_per_s=served * osl, saturated=saturated,
