@@ -348,6 +348,20 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
         users = w.concurrency or batch
         rate = users / (prefill_alone(p, cal, isl, chunk) + lengths.osl * tpot)
     decode_replicas = max(1, math.ceil(rate * lengths.osl * tpot / batch - 1e-9))
+    # the decode pool at its load, not at its batch limit: each replica runs what Little's
+    # law gives, n = rate ÷ replicas × OSL × TPOT(n), at most the batch (a closed loop's
+    # rate follows its TPOT)
+    running = float(batch)
+    for _ in range(100):
+        tpot = round_time(p, cal, Load(decode=max(1.0, running), context=context),
+                          chunk).seconds
+        if w.qps is None:
+            rate = (w.concurrency or batch) / (prefill_alone(p, cal, isl, chunk)
+                                               + lengths.osl * tpot)
+        nxt = min(float(batch), rate / decode_replicas * lengths.osl * tpot)
+        if abs(nxt - running) <= 1e-6 * max(1.0, running):
+            break
+        running = 0.5 * running + 0.5 * nxt
     # prefill pool: prompts at the chunk's rate; M/D/1 wait for the pool's free steps
     full = round_time(p, cal, Load(decode=0, context=1, prefill=chunk, prompt=isl,
                                    prompts=chunk / isl), chunk).seconds
@@ -383,7 +397,7 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     result = _finish(ev, plan, request, replicas=prefill_replicas + decode_replicas,
                      gpus=gpus, batch=batch, limit=limit, point=point, status=status,
                      missed=missed, served=rate, tokens=rate * lengths.osl, notes=notes,
-                     saturated=False)
+                     saturated=False, decoding=decode_replicas)
     return result.model_copy(update={
         "prefill_replicas": prefill_replicas, "decode_replicas": decode_replicas,
         "handoff_bytes_per_s": need, "handoff_limit_bytes_per_s": limit_bps,
@@ -393,7 +407,7 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
 def _finish(ev: Evaluator, plan: Plan, request: RecommendRequest, *, replicas: int,
             gpus: int, batch: int, limit: int, point: Point, status: Status,
             missed: list[str], served: float, tokens: float, notes: list[str],
-            saturated: bool) -> RecommendedPlan:
+            saturated: bool, decoding: int | None = None) -> RecommendedPlan:
     if request.count is not None and gpus > request.count:
         status = "misses"
         missed.append(f"needs {gpus} GPUs; --count allows {request.count}")
@@ -407,6 +421,10 @@ def _finish(ev: Evaluator, plan: Plan, request: RecommendRequest, *, replicas: i
         replicas=replicas, gpus=gpus, batch=batch, batch_limit=limit, ttft=point.ttft,
         tpot=point.tpot, e2e=point.e2e, status=status, misses=missed,
         requests_per_s=served, tokens_per_s_per_gpu=tokens / max(1, gpus),
+        # Little's law over the replicas that decode
+        running_batch=min(float(batch), served / (decoding or replicas) * ev.lengths.osl
+                          * point.tpot.p50),
+        tokens_per_s_per_replica=tokens / max(1, replicas),
         tokens_per_s_per_user=1 / point.tpot.p50 if point.tpot.p50 else 0.0,
         cost=_cost(request, ev.device, gpus, tokens), energy_per_hour=energy,
         saturated=saturated, notes=notes)
