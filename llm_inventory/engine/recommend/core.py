@@ -25,7 +25,7 @@ from llm_inventory.engine.recommend.models import (
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
-from llm_inventory.engine.timing.step import Load, round_time
+from llm_inventory.engine.timing.step import Load, mean_round, round_time
 from llm_inventory.engine.trust import engine_rule, exact
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -161,7 +161,7 @@ class Evaluator:
         lengths, cal, chunk = self.lengths, self.cal, self.chunk
         isl = self._prefill(lengths.isl)
         context = lengths.isl + lengths.osl / 2
-        t = round_time(p, cal, Load(decode=batch, context=context, prefill=batch * isl
+        t = mean_round(p, cal, Load(decode=batch, context=context, prefill=batch * isl
                                     / lengths.osl, prompt=max(1, round(isl)),
                                     prompts=batch / lengths.osl), chunk).seconds
         rate = batch / (lengths.osl * t)

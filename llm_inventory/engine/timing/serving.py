@@ -1,9 +1,10 @@
 """Time under load: what a continuous-batching server does with a traffic shape.
 
 Rules:
-- A round advances every running sequence by one token and carries the prompt tokens that
-  arrived meanwhile (chunked prefill, at most max_num_batched_tokens a step), so each decode
-  step pays for the prefill riding in it (`step.round_time`).
+- A round advances every running sequence by one token; the prompts that arrived meanwhile
+  ride in chunks of the token budget (at most max_num_batched_tokens a step), so the mean
+  round pays for the prefill riding in some rounds and not others (`step.mean_round`: a
+  decode-only round reads only the experts its decodes touch).
 - Steady state at an arrival rate λ (requests/s): prompt tokens per round P = λ × ISL × t,
   decoding sequences N = λ × OSL × t (Little's law), t = round(N, P): solved as a fixed
   point. The batch is bounded by the KV pool (sequences at ISL + OSL) and max_num_seqs.
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.timing.profile import WorkProfile
-from llm_inventory.engine.timing.step import Load, round_time
+from llm_inventory.engine.timing.step import Load, mean_round, round_time
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def _capacity(p: WorkProfile, cal: Calibration, isl: int, osl: int, cap: float,
     """(requests/s, round seconds) with the batch at its bound and prompts admitted as
     sequences finish."""
     n = max(1.0, cap)
-    t = round_time(p, cal, Load(decode=n, context=isl + osl / 2, prefill=n * isl / osl,
+    t = mean_round(p, cal, Load(decode=n, context=isl + osl / 2, prefill=n * isl / osl,
                                 prompt=isl, prompts=n / osl), chunk).seconds
     return n / (osl * t), t
 
@@ -105,7 +106,7 @@ def serve(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: float, c
     for _ in range(100):
         offered = min(lam, capacity)
         n = min(cap, offered * osl * t)
-        t_new = round_time(p, cal, Load(decode=max(n, 1e-9), context=context,
+        t_new = mean_round(p, cal, Load(decode=max(n, 1e-9), context=context,
                                         prefill=offered * isl * t, prompt=isl,
                                         prompts=offered * t), chunk).seconds
         t_new = min(t_new, t_cap) if offered >= capacity else t_new
