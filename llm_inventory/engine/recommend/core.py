@@ -24,7 +24,7 @@ from llm_inventory.engine.recommend.models import (
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
-from llm_inventory.engine.timing.step import Load, round_time
+from llm_inventory.engine.timing.step import Load, mean_round, round_time
 from llm_inventory.engine.trust import engine_rule, exact
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -162,7 +162,7 @@ class Evaluator:
         lengths, cal, chunk = self.lengths, self.cal, self.chunk
         isl = self._prefill(lengths.isl)
         context = lengths.isl + lengths.osl / 2
-        t = round_time(p, cal, Load(decode=batch, context=context, prefill=batch * isl
+        t = mean_round(p, cal, Load(decode=batch, context=context, prefill=batch * isl
                                     / lengths.osl, prompt=max(1, round(isl)),
                                     prompts=batch / lengths.osl), chunk).seconds
         rate = batch / (lengths.osl * t)
@@ -196,10 +196,14 @@ class Evaluator:
                        rate=rate, concurrency=concurrency)
         point = self._spread(p, batch, served.tpot_s, served.requests_per_s, extra,
                              busy=served.concurrency)
-        if concurrency is not None:  # users waiting for a slot wait before their prefill
-            shift = max(0.0, served.ttft_s - point.ttft.p50)
-            point.ttft = Latency(p50=point.ttft.p50 + shift, p95=point.ttft.p95 + shift)
-            point.e2e = Latency(p50=point.e2e.p50 + shift, p95=point.e2e.p95 + shift)
+        if concurrency is not None and served.ttft_p50_s is not None:
+            # users who start together wait in waves (and for a slot past the pool): the
+            # percentiles of that schedule, with the length sample's spread on top
+            shift = max(0.0, served.ttft_p50_s - point.ttft.p50)
+            p95 = max(point.ttft.p95 + shift, served.ttft_p95_s or 0.0)
+            point.e2e = Latency(p50=point.e2e.p50 + shift,
+                                p95=point.e2e.p95 + p95 - point.ttft.p95)
+            point.ttft = Latency(p50=point.ttft.p50 + shift, p95=p95)
         return point, served.saturated
 
 
@@ -351,6 +355,20 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
         users = w.concurrency or batch
         rate = users / (prefill_alone(p, cal, isl, chunk) + lengths.osl * tpot)
     decode_replicas = max(1, math.ceil(rate * lengths.osl * tpot / batch - 1e-9))
+    # the decode pool at its load, not at its batch limit: each replica runs what Little's
+    # law gives, n = rate ÷ replicas × OSL × TPOT(n), at most the batch (a closed loop's
+    # rate follows its TPOT)
+    running = float(batch)
+    for _ in range(100):
+        tpot = round_time(p, cal, Load(decode=max(1.0, running), context=context),
+                          chunk).seconds
+        if w.qps is None:
+            rate = (w.concurrency or batch) / (prefill_alone(p, cal, isl, chunk)
+                                               + lengths.osl * tpot)
+        nxt = min(float(batch), rate / decode_replicas * lengths.osl * tpot)
+        if abs(nxt - running) <= 1e-6 * max(1.0, running):
+            break
+        running = 0.5 * running + 0.5 * nxt
     # prefill pool: prompts at the chunk's rate; M/D/1 wait for the pool's free steps
     full = round_time(p, cal, Load(decode=0, context=1, prefill=chunk, prompt=isl,
                                    prompts=chunk / isl), chunk).seconds
@@ -386,7 +404,7 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     result = _finish(ev, plan, request, replicas=prefill_replicas + decode_replicas,
                      gpus=gpus, batch=batch, limit=limit, point=point, status=status,
                      missed=missed, served=rate, tokens=rate * lengths.osl, notes=notes,
-                     saturated=False)
+                     saturated=False, decoding=decode_replicas)
     return result.model_copy(update={
         "prefill_replicas": prefill_replicas, "decode_replicas": decode_replicas,
         "handoff_bytes_per_s": need, "handoff_limit_bytes_per_s": limit_bps,
@@ -396,7 +414,7 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
 def _finish(ev: Evaluator, plan: Plan, request: RecommendRequest, *, replicas: int,
             gpus: int, batch: int, limit: int, point: Point, status: Status,
             missed: list[str], served: float, tokens: float, notes: list[str],
-            saturated: bool) -> RecommendedPlan:
+            saturated: bool, decoding: int | None = None) -> RecommendedPlan:
     if request.count is not None and gpus > request.count:
         status = "misses"
         missed.append(f"needs {gpus} GPUs; --count allows {request.count}")
@@ -410,6 +428,10 @@ def _finish(ev: Evaluator, plan: Plan, request: RecommendRequest, *, replicas: i
         replicas=replicas, gpus=gpus, batch=batch, batch_limit=limit, ttft=point.ttft,
         tpot=point.tpot, e2e=point.e2e, status=status, misses=missed,
         requests_per_s=served, tokens_per_s_per_gpu=tokens / max(1, gpus),
+        # Little's law over the replicas that decode
+        running_batch=min(float(batch), served / (decoding or replicas) * ev.lengths.osl
+                          * point.tpot.p50),
+        tokens_per_s_per_replica=tokens / max(1, replicas),
         tokens_per_s_per_user=1 / point.tpot.p50 if point.tpot.p50 else 0.0,
         cost=_cost(request, ev.device, gpus, tokens), energy_per_hour=energy,
         saturated=saturated, notes=notes)

@@ -146,6 +146,9 @@ class RecommendedPlan(BaseModel):
     status: Status
     misses: list[str]  # which targets or limits it misses, and by how much
     requests_per_s: float  # served by the whole deployment
+    running_batch: float = 0.0  # mean sequences decoding at once per (decode) replica
+    tokens_per_s_per_replica: float = 0.0  # output tokens of one replica (P/D: of one pool
+    # replica, prefill and decode counted alike)
     tokens_per_s_per_gpu: float  # output tokens
     tokens_per_s_per_user: float  # 1 ÷ TPOT at p50
     cost: Cost | None

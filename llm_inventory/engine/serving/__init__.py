@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import re
 
 from llm_inventory.engine.serving.base import (
     EngineSettings,
@@ -61,10 +62,27 @@ def _module(module: str) -> ServingEngine:
     return _loaded[module]
 
 
+#: A release as engines spell it: dotted numbers, then at most a pre-release, post-release or
+#: development tag (PEP 440's `rc1`, `.post1`, `.dev0`, `a1`, `b2`) and a local `+tag`.
+_RELEASE = re.compile(r"(\d+(?:\.\d+)*)(?:[.-]?(?:rc|post|dev|a|b)\d*)*(?:\+[\w.]+)?")
+
+
+def release(text: str) -> str:
+    """The release a version string names: `0.5.10.post1` and `1.3.0rc1` answer as 0.5.10
+    and 1.3.0 (a release candidate and a post-release share their release's rules);
+    unchanged when it has no tag."""
+    stripped = text.strip().lstrip("v")
+    if stripped[:1] == "b" and stripped[1:2].isdigit():  # llama.cpp's b8000
+        stripped = stripped[1:]
+    found = _RELEASE.fullmatch(stripped)
+    return found.group(1) if found else text.strip()
+
+
 def _version(text: str, field: str) -> tuple[int, ...]:
-    parts = text.strip().lstrip("vb").split(".")
+    parts = release(text).split(".")
     if not text.strip() or not all(p.isdigit() for p in parts):
-        raise InputError(field, f"version {text!r} is not a dotted number such as 0.19")
+        raise InputError(field, f"version {text!r} is not a dotted number such as 0.19 "
+                                "(a tag may follow: 0.5.10.post1, 1.3.0rc1)")
     return tuple(int(p) for p in parts)
 
 
@@ -98,10 +116,10 @@ def get(spec: str = "vllm", field: str = "engine") -> ServingEngine:
     wanted = _version(version, field)
     for low, module in eras:
         if wanted >= _version(low, field):
-            engine = _module(module).at_version(version.strip().lstrip("v"))
+            engine = _module(module).at_version(release(version))
             newest = _module(eras[0][1])
             if wanted > _version(newest.version, field):
-                return _beyond(engine, version.strip().lstrip("vb"), newest)
+                return _beyond(engine, release(version), newest)
             return engine
     lowest = eras[-1][0]
     raise InputError(field, f"{name} {version} predates the releases modelled (from {lowest})")

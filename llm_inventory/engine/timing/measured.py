@@ -9,7 +9,9 @@ was set up:
 - `online_poisson_rate`, `saturation_burst`: a continuous-batching server at the stated
   request rate (a finite run of `num_requests` past capacity), mean TTFT and ITL and output
   tokens/s;
-- `concurrency_sweep`: a closed loop of the stated users, TTFT and ITL;
+- `concurrency_sweep`: a closed loop of the stated users who start together, TTFT and ITL;
+  genai-perf/AIPerf measures a steady-state window (the first wave is not counted), other
+  clients every request of the run;
 - `offline_max_throughput`: every request queued, output tokens/s (of the TP group, or per
   GPU: the key says which; the two are never mixed).
 The KV pool is sized as the measured engine sized it in these runs (0.95 of the memory left
@@ -62,6 +64,7 @@ class Measurement(BaseModel):
 
     id: str
     engine: str
+    harness: str = ""
     engine_version: str
     regime: str
     model_family: str
@@ -204,10 +207,12 @@ def replay(row: Measurement, setup: Setup, cal: Calibration) -> list[Replayed]:
             found["output_tok_s_per_gpu"] = tokens / row.gpu_count
         else:
             users = load.get("concurrency")
+            steady = "perf" in row.harness.lower()  # genai-perf, AIPerf: a stable window
             served = serve(p, cal, isl=row.isl, osl=row.osl, cap=cap, chunk=chunk,
                            rate=float(rate) if isinstance(rate, int | float) else None,
                            concurrency=float(users) if users else None,
-                           requests=requests if isinstance(requests, int) else None)
+                           requests=requests if isinstance(requests, int) else None,
+                           warmup=int(users) if users and steady else 0)
             found.update(ttft_ms_mean=1000 * served.ttft_s, itl_ms_mean=1000 * served.tpot_s,
                          ttft_ms=1000 * served.ttft_s, itl_ms=1000 * served.tpot_s,
                          output_tok_s_total=served.output_tokens_per_s)

@@ -1,9 +1,10 @@
 """Time under load: what a continuous-batching server does with a traffic shape.
 
 Rules:
-- A round advances every running sequence by one token and carries the prompt tokens that
-  arrived meanwhile (chunked prefill, at most max_num_batched_tokens a step), so each decode
-  step pays for the prefill riding in it (`step.round_time`).
+- A round advances every running sequence by one token; the prompts that arrived meanwhile
+  ride in chunks of the token budget (at most max_num_batched_tokens a step), so the mean
+  round pays for the prefill riding in some rounds and not others (`step.mean_round`: a
+  decode-only round reads only the experts its decodes touch).
 - Steady state at an arrival rate λ (requests/s): prompt tokens per round P = λ × ISL × t,
   decoding sequences N = λ × OSL × t (Little's law), t = round(N, P): solved as a fixed
   point. The batch is bounded by the KV pool (sequences at ISL + OSL) and max_num_seqs.
@@ -13,7 +14,9 @@ Rules:
 - Past capacity (the batch at its bound, or prefill using every free token) the server is
   saturated: it serves μ requests/s, and a finite run of M requests waits on average
   M ÷ 2 × (1/μ − 1/λ) more before its first token.
-- Closed loop at C concurrent users: λ = C ÷ (TTFT + OSL × TPOT), solved the same way.
+- Closed loop at C concurrent users: λ = C ÷ (TTFT + OSL × TPOT), solved the same way for
+  the rounds; TTFT and its percentiles from users who start together (`waves`): their
+  prompts arrive in waves that wait for each other's prefill, not spread as at a rate.
 - Offline (every request queued): the batch at its bound, each round admitting N × ISL ÷ OSL
   prompt tokens; a run with fewer requests than the bound prefills them all, then decodes.
 - Static batching (no continuous batching): one prefill of the whole batch, then OSL − 1
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.timing.profile import WorkProfile
-from llm_inventory.engine.timing.step import Load, round_time
+from llm_inventory.engine.timing.step import Load, mean_round, round_time
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,10 @@ class Served:
     output_tokens_per_s: float
     saturated: bool
     capacity_requests_per_s: float  # the most this replica sustains at these lengths
+    ttft_p50_s: float | None = None  # percentiles where the load has a spread (closed loop)
+    ttft_p90_s: float | None = None
+    ttft_p95_s: float | None = None
+    ttft_p99_s: float | None = None
 
 
 def prefill_alone(p: WorkProfile, cal: Calibration, isl: int, chunk: int) -> float:
@@ -75,16 +82,18 @@ def _capacity(p: WorkProfile, cal: Calibration, isl: int, osl: int, cap: float,
     """(requests/s, round seconds) with the batch at its bound and prompts admitted as
     sequences finish."""
     n = max(1.0, cap)
-    t = round_time(p, cal, Load(decode=n, context=isl + osl / 2, prefill=n * isl / osl,
+    t = mean_round(p, cal, Load(decode=n, context=isl + osl / 2, prefill=n * isl / osl,
                                 prompt=isl, prompts=n / osl), chunk).seconds
     return n / (osl * t), t
 
 
 def serve(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: float, chunk: int,
           rate: float | None = None, concurrency: float | None = None,
-          requests: int | None = None) -> Served:
+          requests: int | None = None, warmup: int = 0) -> Served:
     """The steady state at `rate` requests/s, or with `concurrency` users in a closed loop
-    (see the module rules). `cap`: sequences the pool and max_num_seqs allow at once."""
+    (see the module rules). `cap`: sequences the pool and max_num_seqs allow at once; a
+    closed loop runs `requests` requests (default four per user) and measures all but the
+    first `warmup`."""
     cap = max(1.0, cap)
     capacity, t_cap = _capacity(p, cal, isl, osl, cap, chunk)
     alone = prefill_alone(p, cal, isl, chunk)
@@ -97,7 +106,7 @@ def serve(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: float, c
     for _ in range(100):
         offered = min(lam, capacity)
         n = min(cap, offered * osl * t)
-        t_new = round_time(p, cal, Load(decode=max(n, 1e-9), context=context,
+        t_new = mean_round(p, cal, Load(decode=max(n, 1e-9), context=context,
                                         prefill=offered * isl * t, prompt=isl,
                                         prompts=offered * t), chunk).seconds
         t_new = min(t_new, t_cap) if offered >= capacity else t_new
@@ -113,10 +122,19 @@ def serve(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: float, c
     n = min(cap, served * osl * t)
     ttft = _first_token(p, cal, isl, context, n, served, t, chunk, alone)
     if concurrency is not None:
-        # every user not decoding waits for a slot: Little's law over the whole loop
-        ttft = max(ttft, concurrency / served - osl * t)
-        saturated = False
-    elif lam > capacity:
+        from llm_inventory.engine.timing.waves import closed_loop
+
+        waves = closed_loop(p, cal, isl=isl, osl=osl, cap=cap, chunk=chunk,
+                            users=max(1, round(concurrency)), requests=requests,
+                            warmup=warmup)
+        return Served(ttft_s=waves.mean_ttft_s, tpot_s=t, concurrency=n, requests_per_s=served,
+                      output_tokens_per_s=served * osl, saturated=False,
+                      capacity_requests_per_s=capacity,
+                      ttft_p50_s=waves.ttft_percentile(50),
+                      ttft_p90_s=waves.ttft_percentile(90),
+                      ttft_p95_s=waves.ttft_percentile(95),
+                      ttft_p99_s=waves.ttft_percentile(99))
+    if lam > capacity:
         ttft = ttft + requests / 2 * (1 / capacity - 1 / lam) if requests else math.inf
     return Served(ttft_s=ttft, tpot_s=t, concurrency=n, requests_per_s=served,
                   output_tokens_per_s=served * osl, saturated=saturated,

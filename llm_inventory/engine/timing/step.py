@@ -135,3 +135,35 @@ def round_time(p: WorkProfile, cal: Calibration, load: Load, chunk: int) -> Step
     return StepCost(seconds=one.seconds * factor, compute_s=one.compute_s * factor,
                     memory_s=one.memory_s * factor, communication_s=one.communication_s * factor,
                     overhead_s=one.overhead_s * factor, steps=steps)
+
+
+def mean_round(p: WorkProfile, cal: Calibration, load: Load, chunk: int) -> StepCost:
+    """The mean round of a steady state whose `load.prefill` is an average over rounds.
+
+    Chunked prefill does not spread a prompt over every round: a prompt arrives whole and
+    rides in the next steps in chunks of the budget the decodes leave
+    (max_num_batched_tokens − running decodes), so a fraction q = prefill ÷ chunk of the
+    rounds carries a chunk and the rest carry only the decodes. The mean is
+    q × round(decodes + chunk) + (1 − q) × round(decodes): a decode-only round reads only
+    the experts its decode tokens touch, not every expert a spread prompt would touch.
+    Where the average prefill fills a whole chunk or more, every round carries one and the
+    round is priced as it stands."""
+    if not load.prefill or not load.prompt:
+        return round_time(p, cal, load, chunk)
+    budget = max(1.0, chunk - load.decode)
+    piece = min(float(load.prompt), budget)
+    if load.prefill >= piece:
+        return round_time(p, cal, load, chunk)
+    q = load.prefill / piece
+    mixed = round_time(p, cal, Load(decode=load.decode, context=load.context, prefill=piece,
+                                    prompt=load.prompt, prompts=load.prompts / q), chunk)
+    plain = round_time(p, cal, Load(decode=load.decode, context=load.context), chunk)
+
+    def blend(a: float, b: float) -> float:
+        return q * a + (1 - q) * b
+
+    return StepCost(seconds=blend(mixed.seconds, plain.seconds),
+                    compute_s=blend(mixed.compute_s, plain.compute_s),
+                    memory_s=blend(mixed.memory_s, plain.memory_s),
+                    communication_s=blend(mixed.communication_s, plain.communication_s),
+                    overhead_s=blend(mixed.overhead_s, plain.overhead_s), steps=mixed.steps)
