@@ -50,6 +50,13 @@ FormatOption = Annotated[
         help="table for people; json or yaml for scripts (exact integers, stable keys).",
     ),
 ]
+ReportOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--report", metavar="FILE.html",
+        help="Also write a self-contained HTML report (no network; readable on a phone).",
+    ),
+]
 ProfileOption = Annotated[
     Path | None,
     typer.Option(

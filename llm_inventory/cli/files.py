@@ -35,6 +35,9 @@ def write_atomically(path: Path, text: str, field: str) -> None:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
         os.replace(temp, path)
     except OSError as exc:
         Path(temp).unlink(missing_ok=True)
@@ -42,3 +45,12 @@ def write_atomically(path: Path, text: str, field: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def check_report(path: Path | None) -> None:
+    """`--report FILE.html`: an .html file in a folder that exists, checked before the work."""
+    if path is None:
+        return
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise InputError("report", f"write an .html file, got {path.name[:60]!r}")
+    check_writable(path, "report")

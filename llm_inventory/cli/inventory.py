@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -17,6 +18,7 @@ from llm_inventory.cli.common import (
     KvDtypeOption,
     MergeOption,
     PatchOption,
+    ReportOption,
     TemporalOption,
     UnitsOption,
     parse_image_size,
@@ -128,6 +130,7 @@ def compare(
     no_local_calibration: Annotated[bool, typer.Option(
         "--no-local-calibration",
         help="With --engine: ignore the profile learned by `inventory calibrate`.")] = False,
+    report: ReportOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -138,17 +141,22 @@ def compare(
 
     Example: inventory compare examples/dense-70b.yaml examples/moe-8x7b.yaml
     """
+    from llm_inventory.cli.files import check_report
     from llm_inventory.engine.inventory import build_inventory
     from llm_inventory.errors import InputError
     from llm_inventory.render.output import emit
     from llm_inventory.spec.loader import load_model
 
+    check_report(report)
+    if report is not None and (engine is not None or device is None):
+        raise InputError("report", "compare writes a report of each model on --device "
+                         "(and --count); not with --engine or topologies alone")
     if engine is not None:
         _compare_engines(models, engine, device, count, context, kv_dtype, dtype, fmt, units,
                          no_local_calibration)
         return
     if device is not None or count is not None:
-        _compare_fits(models, device, count, context, kv_dtype, dtype, fmt)
+        _compare_fits(models, device, count, context, kv_dtype, dtype, fmt, report)
         return
     if len(models) < 2:
         raise InputError("models", "compare needs at least two models")
@@ -165,7 +173,8 @@ def compare(
 
 
 def _compare_fits(models: list[str], device: str | None, count: int | None, context: int,
-                  kv_dtype: str | None, dtype: str | None, fmt: OutputFormat) -> None:
+                  kv_dtype: str | None, dtype: str | None, fmt: OutputFormat,
+                  report: Path | None = None) -> None:
     """`compare A B C --device D --count N`: each model on those devices."""
     from llm_inventory.engine.compare_fit import model_fit
     from llm_inventory.engine.placement import PlacementRequest
@@ -189,6 +198,13 @@ def _compare_fits(models: list[str], device: str | None, count: int | None, cont
         return compare_fit_tables(fits)
 
     emit(fits, fmt, table)
+    if report is not None:
+        from llm_inventory.cli.files import write_atomically
+        from llm_inventory.render.report import compare_page
+
+        write_atomically(report, compare_page(fits, (
+            f"{', '.join(models)} on {request.count:,} × {chosen.id} at "
+            f"{request.context or 8000:,} tokens")), "report")
 
 
 def _compare_engines(models: list[str], engine: str, device: str | None, count: int | None,

@@ -15,6 +15,7 @@ from llm_inventory.cli.common import (
     KvDtypeOption,
     NoLocalCalibrationOption,
     ProfileOption,
+    ReportOption,
     UnitsOption,
     bytes_parser,
     tokens_parser,
@@ -237,6 +238,7 @@ def placement(
     launch: Annotated[bool, typer.Option(
         "--launch", help="Give each plan's launch command in its engine's own flags (a "
         "prefill/decode plan: both servers and the router).")] = False,
+    report: ReportOption = None,
     profile: ProfileOption = None,
     no_local_calibration: NoLocalCalibrationOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
@@ -263,6 +265,9 @@ def placement(
         from llm_inventory.render.plot import check_target
 
         check_target(plot)
+    from llm_inventory.cli.files import check_report
+
+    check_report(report)
     extra = load_devices_file(devices_file) if devices_file is not None else []
     if devices is not None:
         return _mixed(model, devices, extra, device, context, concurrency,
@@ -331,6 +336,17 @@ def placement(
         return engines_side_by_side(results, units_of(units), limit)
 
     emit(result if len(results) == 1 else results, fmt, table)
+    if report is not None:
+        from llm_inventory.cli.files import write_atomically
+        from llm_inventory.engine.launch_lines import with_launch_lines
+        from llm_inventory.render.report import placement_page
+
+        best = with_launch_lines(result.model_copy(update={"plans": result.plans[:1]}),
+                                 request, model).plans
+        write_atomically(report, placement_page(result, (
+            f"{spec.name} on {n:,} × {chosen.id}, {result.context:,} tokens × "
+            f"{result.concurrency:,} requests, as {result.engine} {result.engine_version} "
+            "accounts for it"), best[0].launch if best else []), "report")
     if require_fit and not any(r.fitting for r in results):
         refused = next((p.why for p in result.plans if p.why and "refuses" in p.why), None)
         raise CheckFailed(f"--require-fit: no legal plan of {spec.name} fits {n} × "

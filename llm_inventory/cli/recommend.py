@@ -16,6 +16,7 @@ from llm_inventory.cli.common import (
     KvDtypeOption,
     NoLocalCalibrationOption,
     ProfileOption,
+    ReportOption,
     tokens_parser,
 )
 from llm_inventory.render.output import OutputFormat
@@ -207,6 +208,7 @@ def recommend(
     plot: Annotated[Path | None, typer.Option(
         metavar="FILE", help="Draw the Pareto front and the KV capacity against context "
         "into an .svg or .png file (needs the `plot` extra).")] = None,
+    report: ReportOption = None,
     profile: ProfileOption = None,
     no_local_calibration: NoLocalCalibrationOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
@@ -234,6 +236,9 @@ def recommend(
         from llm_inventory.render.plot import check_target
 
         check_target(plot)
+    from llm_inventory.cli.files import check_report
+
+    check_report(report)
     preset = named(use_case) if use_case is not None else None
     if objective not in OBJECTIVES:
         raise InputError("objective", f"unknown objective {objective!r}; use one of "
@@ -290,6 +295,13 @@ def recommend(
         return recommend_tables(result, limit)
 
     emit(result, fmt, table)
+    if report is not None:
+        from llm_inventory.cli.files import write_atomically
+        from llm_inventory.render.report import recommend_page
+
+        write_atomically(report, recommend_page(result, (
+            f"{spec.name}: {request.workload.isl:,} tokens in, {request.workload.osl:,} out, "
+            f"on {', '.join(d.id for d in devices)}")), "report")
     if require_slo and not result.meeting:
         best = result.chosen
         why = f" (best: {best.label} on {best.device}, {'; '.join(best.misses)})" \

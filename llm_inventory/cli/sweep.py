@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from llm_inventory.cli import complete
+from llm_inventory.cli.common import ReportOption
 
 if TYPE_CHECKING:
     from llm_inventory.engine.sweep import SweepResult
@@ -97,6 +98,7 @@ def sweep(
         help="Engines to try: vllm,sglang.")] = "vllm",
     prices: Annotated[Path | None, typer.Option(
         metavar="FILE", help="A YAML price file to merge over the packaged catalog.")] = None,
+    report: ReportOption = None,
     details: Annotated[bool, typer.Option(
         "--details", help="Below the grid, every cell's plan, times and price.")] = False,
     fmt: Annotated[SweepFormat, typer.Option(
@@ -112,6 +114,7 @@ def sweep(
     """
     import sys
 
+    from llm_inventory.cli.files import check_report
     from llm_inventory.cli.placement import engine_list
     from llm_inventory.engine.placement import PlacementRequest
     from llm_inventory.engine.sweep import sweep as run
@@ -120,6 +123,7 @@ def sweep(
     from llm_inventory.spec.loader import load_model
     from llm_inventory.spec.prices import load_prices, price_catalog
 
+    check_report(report)
     contexts = _tokens(context, "context")
     users = _counts(concurrency, "concurrency")
     kv_list: list[str | None] = list(_listed(kv_dtype, "kv_dtype")) if kv_dtype else [None]
@@ -134,6 +138,13 @@ def sweep(
                             limit=0)
     result = run(spec, base, contexts=contexts, concurrencies=users, kv_dtypes=kv_list,
                  dtypes=dtype_list, engines=engines, prices=catalog, reference=model)
+    if report is not None:
+        from llm_inventory.cli.files import write_atomically
+        from llm_inventory.render.report import sweep_page
+
+        write_atomically(report, sweep_page(result, (
+            f"{spec.name} on {base.count:,} × {chosen.id}: contexts {context}, "
+            f"concurrencies {concurrency}")), "report")
     if fmt is SweepFormat.CSV:
         sys.stdout.write(csv_text(result))
         return
