@@ -198,3 +198,47 @@ def test_the_json_trust_basis_names_the_unread_key(invoke: Invoke, tmp_path: Pat
     assert "expert_latent_dim" in data["trust"]["state"]["basis"]
     table = invoke("kv", "--model", str(path), "--tokens", "1000")
     assert "expert_latent_dim" in table.stdout + table.stderr
+
+
+def test_the_checkpoint_is_the_truth_beside_an_estimated_count(invoke: Invoke,
+                                                               tmp_path: Path) -> None:
+    """A supported type with a key the importer does not read, in a folder with its
+    safetensors: the count is an estimate, the weight bytes are the headers' (exact), and
+    the comparison shows both parameter counts and their difference, never hiding it."""
+    from tests.checkpoint.synthetic import write_config, write_safetensors
+
+    h, kv, ff, v, layers = 256, 2 * 64, 512, 1000, 2
+    write_config(tmp_path, {
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": h,
+        "num_hidden_layers": layers, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": v, "intermediate_size": ff, "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16", "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
+        "expert_latent_dim": 64})
+    tensors: dict[str, tuple[str, list[int]]] = {
+        "model.embed_tokens.weight": ("BF16", [v, h]), "lm_head.weight": ("BF16", [v, h]),
+        "model.norm.weight": ("BF16", [h])}
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        tensors |= {p + "self_attn.q_proj.weight": ("BF16", [h, h]),
+                    p + "self_attn.k_proj.weight": ("BF16", [kv, h]),
+                    p + "self_attn.v_proj.weight": ("BF16", [kv, h]),
+                    p + "self_attn.o_proj.weight": ("BF16", [h, h]),
+                    # what the unread key builds: the config's count cannot know it
+                    p + "mlp.latent_proj.weight": ("BF16", [64, h]),
+                    p + "mlp.gate_proj.weight": ("BF16", [ff, h]),
+                    p + "mlp.up_proj.weight": ("BF16", [ff, h]),
+                    p + "mlp.down_proj.weight": ("BF16", [h, ff]),
+                    p + "input_layernorm.weight": ("BF16", [h]),
+                    p + "post_attention_layernorm.weight": ("BF16", [h])}
+    stored = write_safetensors(tmp_path / "model.safetensors", tensors)
+    run = invoke("inventory", str(tmp_path), "-f", "json")
+    assert run.code == 0, run.stderr
+    data = run.json()
+    assert data["exact"] is False and "expert_latent_dim" in data["estimated"]
+    assert data["weight_bytes"] == stored
+    assert data["weight_bytes_source"] == "checkpoint headers"
+    assert data["trust"]["weights"]["kind"] == "exact"
+    assert data["trust"]["parameters"]["kind"] == "estimate"
+    compared = data["checkpoint"]
+    assert compared["checkpoint_parameters"] - compared["config_parameters"] == layers * 64 * h
+    assert compared["difference"] == layers * 64 * h and compared["parameters_agree"] is False
