@@ -147,6 +147,15 @@ BY_CLASS: dict[str, dict[str, str]] = {
            "dense_act_fn": "T5Config sets it from feed_forward_proj (an activation)",
            "relative_attention_max_distance": "how distances map to buckets, not how many",
            "scale_decoder_outputs": "a value scaling"},
+    # transformers' utils/check_config_attributes.py (SPECIAL_CASES_TO_ALLOW) lists these as
+    # unused by the class's modelling code.
+    "lfm2": {"full_attn_idxs": "Lfm2 layers follow layer_types, which the builder reads"},
+    "modernbert": {"reference_compile": "a torch.compile switch",
+                   "local_attention": "the local window: a mask, no tensor"},
+    "whisper": {"num_hidden_layers": "WhisperConfig sets it to encoder_layers itself"},
+    # transformers' utils/check_config_attributes.py lists it as unused by the modelling code
+    "llama4_vision_model": {"multi_modal_projector_bias": "Llama4MultiModalProjector has no "
+                            "bias, whatever the config says"},
     "qwen3_moe": {
         "shared_expert_intermediate_size": "Qwen3MoeConfig has no shared expert",
         "qkv_bias": "Qwen3MoeConfig reads attention_bias for the projection biases",
