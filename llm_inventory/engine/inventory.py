@@ -29,7 +29,7 @@ from llm_inventory.engine.sampling import SamplerStateItem, sampler_state
 from llm_inventory.engine.shapes import Gemm, PhaseWork, attention_flops, phase_work
 from llm_inventory.engine.state import KindState, StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup, model_tensors
-from llm_inventory.engine.trust import Trust, counted, estimate
+from llm_inventory.engine.trust import Trust, counted, estimate, exact
 from llm_inventory.engine.trust import roofline as trust_roofline
 from llm_inventory.engine.weight_scheme import WeightScheme, describe_weights
 from llm_inventory.errors import InputError
@@ -427,17 +427,24 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
         stages=_stages(spec, params, bool(layers)),
         splits=_splits(spec, bool(layers)),
         timing=timing,
-        trust=_trust(spec, timing),
+        trust=_trust(spec, timing, source),
     )
 
 
-def _trust(spec: ModelSpec, timing: Timing | None) -> dict[str, Trust]:
+def _trust(spec: ModelSpec, timing: Timing | None,
+           weights_from: Literal["config", "checkpoint headers", "checkpoint index"] = "config",
+           ) -> dict[str, Trust]:
+    """How each group was obtained. Weight bytes read from a checkpoint are exact for any
+    architecture (what the files hold), whatever the config's count is labelled."""
     given = spec.coarse is not None
     tensors = counted(spec, "given totals (coarse form)" if given else "counted from the "
                       "tensors")
     found = {"parameters": tensors,
              "state": counted(spec, "bytes per token, as each layer kind keeps them"),
              "shapes": tensors, "communication": counted(spec, "payloads per layer and token")}
+    if weights_from != "config":
+        found["weights"] = exact(f"read from the {weights_from}; the config's count is "
+                                 "shown beside them under checkpoint")
     if timing is not None:
         found["timing"] = (trust_roofline("datasheet peak FLOP/s and bandwidth at 100 %")
                            if timing.trust == "bound" else estimate(timing.estimate))

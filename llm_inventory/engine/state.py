@@ -9,8 +9,6 @@ in total, and on the most loaded device of a TP × PP split.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
@@ -21,20 +19,8 @@ from llm_inventory.engine.trust import Trust, exact
 from llm_inventory.errors import InputError
 from llm_inventory.units import normalize_dtype
 
-__all__ = ["DeviceState", "KindState", "StateKind", "StateLayer", "StateRequest", "StateResult",
+__all__ = ["DeviceState", "KindState", "StateLayer", "StateRequest", "StateResult",
            "size_state", "uniform_layers"]
-
-
-class StateKind(StrEnum):
-    """The built-in state names (`engine/kinds/` registers these and any others)."""
-
-    FULL = "full"
-    SLIDING = "sliding"
-    CHUNKED = "chunked"
-    MLA = "mla"
-    CROSS = "cross"
-    SHARED = "shared"
-    RECURRENT = "recurrent"
 
 
 class StateRequest(BaseModel):

@@ -28,6 +28,9 @@ CONFIGS = [
     "transformers-defaults-2026/t5.json", "configs-2026-dense/t5--untied-gated.json",
 ]
 ENCODER_ONLY = {"transformers-defaults-2026/modernbert.json"}
+# Files with keys the importer does not read (tests/spec/test_exactness.py): estimates.
+ESTIMATED = {"transformers-defaults-2026/modernbert.json",
+             "configs-2026-dense/microsoft--Phi-4-mini-instruct.json"}
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -35,10 +38,11 @@ def test_every_command_runs(invoke: Invoke, name: str) -> None:
     path = str(DATA / name)
     inv = invoke("inventory", path, "-f", "json")
     assert inv.code == 0, inv.stderr
-    assert inv.json()["exact"] is True
+    exact = name not in ESTIMATED
+    assert inv.json()["exact"] is exact
     placed = invoke("placement", path, "--device", "h100-sxm", "--count", "8", "-f", "json")
     assert placed.code == 0, placed.stderr
-    assert placed.json()["exact"] is True
+    assert placed.json()["exact"] is exact
     compared = invoke("compare", path, str(DATA / "configs-2026/gpt2.json"), "-f", "json")
     assert compared.code == 0, compared.stderr
     kv = invoke("kv", "--model", path, "--tokens", "4096", "-f", "json")
@@ -46,7 +50,7 @@ def test_every_command_runs(invoke: Invoke, name: str) -> None:
         assert kv.code == 2 and "no decode loop" in kv.stderr
     else:
         assert kv.code == 0, kv.stderr
-        assert kv.json()["bytes_per_token"] > 0 and kv.json()["exact"] is True
+        assert kv.json()["bytes_per_token"] > 0 and kv.json()["exact"] is exact
 
 
 UNKNOWN: dict[str, Any] = {

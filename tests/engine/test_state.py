@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from llm_inventory.engine.parallel import pp_partition
 from llm_inventory.engine.state import (
-    StateKind,
     StateLayer,
     StateRequest,
     size_state,
@@ -16,7 +15,7 @@ from llm_inventory.engine.state import (
 )
 from llm_inventory.errors import InputError
 
-SEED_STACK = uniform_layers(StateKind.FULL, 80, kv_heads=8, head_dim=128)
+SEED_STACK = uniform_layers("full", 80, kv_heads=8, head_dim=128)
 
 
 def seed(**overrides: object) -> StateRequest:
@@ -59,7 +58,7 @@ def test_impossible_tp(tp: int) -> None:
 
 def test_scaling_rules() -> None:
     base = size_state(seed()).total_bytes
-    wide = StateRequest(layers=uniform_layers(StateKind.FULL, 80, kv_heads=32, head_dim=128),
+    wide = StateRequest(layers=uniform_layers("full", 80, kv_heads=32, head_dim=128),
                         tokens=8000)
     assert size_state(wide).total_bytes == 4 * base
     assert size_state(seed(dtype="fp8")).total_bytes == base // 2
@@ -69,7 +68,7 @@ def test_scaling_rules() -> None:
 
 
 def test_sliding_window_caps() -> None:
-    stack = uniform_layers(StateKind.SLIDING, 80, kv_heads=8, head_dim=128, window=4096)
+    stack = uniform_layers("sliding", 80, kv_heads=8, head_dim=128, window=4096)
     result = size_state(StateRequest(layers=stack, tokens=8000))
     assert result.kinds[0].tokens_held == 4096
     assert result.bytes_per_sequence == 4096 * 327_680
@@ -81,14 +80,14 @@ def test_paged_block_rounding() -> None:
     assert size_state(seed(tokens=8001, block_size=16)).kinds[0].tokens_held == 8016
     assert size_state(seed(tokens=8000, block_size=16)).kinds[0].tokens_held == 8000
     # An unaligned sliding window spans one block more than its width.
-    stack = uniform_layers(StateKind.SLIDING, 1, kv_heads=8, head_dim=128, window=4096)
+    stack = uniform_layers("sliding", 1, kv_heads=8, head_dim=128, window=4096)
     held = size_state(StateRequest(layers=stack, tokens=8000, block_size=16)).kinds[0]
     assert held.tokens_held == (256 + 1) * 16
 
 
 def test_mla_latent_is_not_doubled_nor_sharded() -> None:
     """DeepSeek-V2-Lite: 27 layers × 576 × 2 B = 31,104 B per token on every TP rank."""
-    stack = uniform_layers(StateKind.MLA, 27, latent_dim=576)
+    stack = uniform_layers("mla", 27, latent_dim=576)
     result = size_state(StateRequest(layers=stack, tokens=1, tp=4))
     assert result.bytes_per_token == 31_104
     assert result.per_device.bytes_per_token == 31_104
@@ -96,30 +95,30 @@ def test_mla_latent_is_not_doubled_nor_sharded() -> None:
 
 
 def test_separate_k_and_v_widths() -> None:
-    stack = uniform_layers(StateKind.FULL, 1, kv_heads=2, head_dim=192, v_head_dim=128)
+    stack = uniform_layers("full", 1, kv_heads=2, head_dim=192, v_head_dim=128)
     assert size_state(StateRequest(layers=stack, tokens=1)).bytes_per_token == 2 * 320 * 2
 
 
 def test_mixed_kinds_make_a_row_each() -> None:
     """A Jamba-like stack: 4 attention layers, 28 recurrent layers of fixed fp32 state."""
     layers = tuple(
-        StateLayer(kind=StateKind.FULL, first=i, kv_heads=8, k_head_dim=128, v_head_dim=128)
+        StateLayer(kind="full", first=i, kv_heads=8, k_head_dim=128, v_head_dim=128)
         if i % 8 == 4
-        else StateLayer(kind=StateKind.RECURRENT, first=i, state_elements=1000, dtype="fp32")
+        else StateLayer(kind="recurrent", first=i, state_elements=1000, dtype="fp32")
         for i in range(32)
     )
     result = size_state(StateRequest(layers=layers, tokens=100))
     rows = {row.kind: row for row in result.kinds}
-    assert rows[StateKind.FULL].layers == 4
-    assert rows[StateKind.RECURRENT].layers == 28
-    assert rows[StateKind.RECURRENT].bytes_per_sequence == 28 * 4000
+    assert rows["full"].layers == 4
+    assert rows["recurrent"].layers == 28
+    assert rows["recurrent"].bytes_per_sequence == 28 * 4000
     assert result.fixed_bytes_per_sequence == 28 * 4000
     assert result.bytes_per_token == 4 * 4096
     assert result.bytes_per_token_per_layer is None
 
 
 def test_cross_attention_is_fixed_per_request() -> None:
-    layer = StateLayer(kind=StateKind.CROSS, count=32, kv_heads=20, k_head_dim=64,
+    layer = StateLayer(kind="cross", count=32, kv_heads=20, k_head_dim=64,
                        v_head_dim=64, encoder_tokens=1500)
     short = size_state(StateRequest(layers=(layer,), tokens=10))
     long = size_state(StateRequest(layers=(layer,), tokens=10_000))
@@ -127,15 +126,18 @@ def test_cross_attention_is_fixed_per_request() -> None:
 
 
 def test_shared_layers_store_nothing() -> None:
-    layer = StateLayer(kind=StateKind.SHARED, count=10)
-    full = StateLayer(kind=StateKind.FULL, first=10, count=10, kv_heads=1, k_head_dim=64,
+    layer = StateLayer(kind="shared", count=10)
+    full = StateLayer(kind="full", first=10, count=10, kv_heads=1, k_head_dim=64,
                       v_head_dim=64)
     result = size_state(StateRequest(layers=(layer, full), tokens=100))
     assert result.bytes_per_sequence == 10 * 128 * 2 * 100
 
 
 def test_every_kind_has_a_release_rule() -> None:
-    for kind in StateKind:
+    from llm_inventory.engine import kinds
+
+    for name in kinds.BUILT_IN:
+        kind = kinds.get(name).state
         layer = StateLayer(kind=kind, kv_heads=1, k_head_dim=1, v_head_dim=1, window=4,
                            latent_dim=1, encoder_tokens=1, state_elements=1)
         assert size_state(StateRequest(layers=(layer,), tokens=8)).kinds[0].release
@@ -166,7 +168,7 @@ tps = st.sampled_from([1, 2, 4, 8, 16, 32, 64])
 @given(tokens=st.integers(0, 10**6), extra=st.integers(0, 10**6), kv=heads,
        dim=st.sampled_from([64, 128, 256]))
 def test_full_attention_is_linear_in_tokens(tokens: int, extra: int, kv: int, dim: int) -> None:
-    stack = uniform_layers(StateKind.FULL, 4, kv_heads=kv, head_dim=dim)
+    stack = uniform_layers("full", 4, kv_heads=kv, head_dim=dim)
     a = size_state(StateRequest(layers=stack, tokens=tokens)).bytes_per_sequence
     b = size_state(StateRequest(layers=stack, tokens=tokens + extra)).bytes_per_sequence
     per_token = size_state(StateRequest(layers=stack, tokens=1)).bytes_per_sequence
@@ -179,7 +181,7 @@ def test_full_attention_is_linear_in_tokens(tokens: int, extra: int, kv: int, di
 def test_sliding_is_monotone_and_flat_past_the_window(
     window: int, tokens: int, block: int | None
 ) -> None:
-    stack = uniform_layers(StateKind.SLIDING, 2, kv_heads=8, head_dim=128, window=window)
+    stack = uniform_layers("sliding", 2, kv_heads=8, head_dim=128, window=window)
 
     def held(t: int) -> int:
         return size_state(StateRequest(layers=stack, tokens=t, block_size=block)).total_bytes
@@ -194,7 +196,7 @@ def test_sliding_is_monotone_and_flat_past_the_window(
 def test_device_shares_cover_the_total(kv: int, tp: int, pp: int, tokens: int,
                                        sequences: int) -> None:
     assume(kv % tp == 0 or tp % kv == 0)
-    stack = uniform_layers(StateKind.FULL, 24, kv_heads=kv, head_dim=64)
+    stack = uniform_layers("full", 24, kv_heads=kv, head_dim=64)
     result = size_state(StateRequest(layers=stack, tokens=tokens, sequences=sequences, tp=tp,
                                      pp=pp))
     assert result.device_sum_bytes >= result.total_bytes >= 0

@@ -153,9 +153,11 @@ READ_FROM_FILE = {
 
 def _expanded(spec: Any) -> dict[str, Any]:
     """The spec's dump with each stack's layer kinds spelled out per layer (a repeating
-    pattern and its expansion are the same model) and without the notes."""
+    pattern and its expansion are the same model), without the notes and without what the
+    trust label says (a left-out key the importer does not read leaves the shapes alone)."""
     dump = spec.model_dump(mode="json")
-    dump.pop("notes")
+    for key in ("notes", "exact", "estimated"):
+        dump.pop(key)
     for part, stack in (("decoder", spec.decoder),
                         ("encoder", spec.encoder.stack if spec.encoder else None)):
         if stack is not None:

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from llm_inventory.engine.media import feature_tokens
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.params import ParameterCount, count_parameters
-from llm_inventory.engine.state import StateKind
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import from_hf_config, supported_model_types
 from llm_inventory.spec.model import Component, Family, ModelSpec
@@ -197,7 +196,7 @@ def test_whisper_state_is_self_attention_plus_cross_attention_over_1500_tokens()
     spec = _spec(_config("openai--whisper-large-v3"))
     runs = state_layers(spec, encoder_tokens=1500)
     assert [(r.kind, r.first, r.count) for r in runs] == [
-        (StateKind.FULL, 0, 32), (StateKind.CROSS, 0, 32)]
+        ("full", 0, 32), ("cross", 0, 32)]
     for run in runs:
         assert (run.kv_heads, run.k_head_dim, run.v_head_dim) == (20, 64, 64)
     assert runs[1].encoder_tokens == 1500 and runs[0].window is None

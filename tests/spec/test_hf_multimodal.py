@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from llm_inventory.engine.media import feature_tokens
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.params import count_parameters
-from llm_inventory.engine.state import StateKind
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import from_hf_config
 from llm_inventory.spec.hf.registry import MULTIMODAL_MODELS
@@ -217,8 +216,8 @@ def test_transformers_default_geometries() -> None:
 def test_mllama_cross_layers_hold_encoder_tokens() -> None:
     spec = _spec(_load("more-configs/meta-llama--Llama-3.2-90B-Vision-Instruct.json"))
     layers = state_layers(spec, encoder_tokens=6404)
-    cross = [run for run in layers if run.kind == StateKind.CROSS]
-    full = [run for run in layers if run.kind == StateKind.FULL]
+    cross = [run for run in layers if run.kind == "cross"]
+    full = [run for run in layers if run.kind == "full"]
     assert [run.first for run in cross] == list(range(3, 100, 5))
     assert all(run.encoder_tokens == 6404 and run.elements_per_token() == 0 for run in cross)
     assert all((run.kv_heads, run.k_head_dim) == (8, 128) for run in cross)
@@ -231,18 +230,18 @@ def test_gemma3_five_sliding_to_one_full() -> None:
     spec = _spec(_load("configs/google--gemma-3-4b-it.json"))
     kinds = [run.kind for run in state_layers(spec) for _ in range(run.count)]
     assert len(kinds) == 34
-    assert kinds[:12] == [StateKind.SLIDING] * 5 + [StateKind.FULL] + [StateKind.SLIDING] * 5 + [
-        StateKind.FULL]
-    assert all(run.window == 1024 for run in state_layers(spec) if run.kind == StateKind.SLIDING)
+    assert kinds[:12] == ["sliding"] * 5 + ["full"] + ["sliding"] * 5 + [
+        "full"]
+    assert all(run.window == 1024 for run in state_layers(spec) if run.kind == "sliding")
 
 
 def test_llama4_chunked_layers_and_full_nope_layers() -> None:
     spec = _spec(_load("engine-logs/configs/meta-llama--Llama-4-Scout-17B-16E-Instruct.json"))
     runs = state_layers(spec)
-    full = [i for run in runs if run.kind == StateKind.FULL
+    full = [i for run in runs if run.kind == "full"
             for i in range(run.first, run.first + run.count)]
     assert full == list(range(3, 48, 4))  # the NoPE layers: every fourth
-    chunked = [run for run in runs if run.kind == StateKind.CHUNKED]
+    chunked = [run for run in runs if run.kind == "chunked"]
     assert sum(run.count for run in chunked) == 36
     assert all(run.window == 8192 for run in chunked)
 
@@ -250,7 +249,7 @@ def test_llama4_chunked_layers_and_full_nope_layers() -> None:
 def test_llama4_without_a_chunk_size_is_all_full() -> None:
     data = merge(_load("engine-logs/configs/meta-llama--Llama-4-Scout-17B-16E-Instruct.json"),
                   {"text_config": {"attention_chunk_size": None}})
-    assert {run.kind for run in state_layers(_spec(data))} == {StateKind.FULL}
+    assert {run.kind for run in state_layers(_spec(data))} == {"full"}
 
 
 # --- invariants --------------------------------------------------------------------------
@@ -290,7 +289,7 @@ def test_llama4_moe_and_nope_layers(layers: int, step: int, interval: int) -> No
     spec = _spec(data)
     counted = count_parameters(spec)
     assert counted.moe_layers == len(range(step - 1, layers, step))
-    full = [i for run in state_layers(spec) if run.kind == StateKind.FULL
+    full = [i for run in state_layers(spec) if run.kind == "full"
             for i in range(run.first, run.first + run.count)]
     assert full == [i for i in range(layers) if (i + 1) % interval == 0]
 

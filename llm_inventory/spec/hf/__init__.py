@@ -17,19 +17,44 @@ from typing import Any
 
 from llm_inventory.bounds import LIST, RAW_NUMBER, config_bound
 from llm_inventory.errors import InputError, excerpt
-from llm_inventory.spec.hf import registry
+from llm_inventory.spec.hf import reads, registry
 from llm_inventory.spec.hf.registry import Builder
 from llm_inventory.spec.model import ModelSpec
 
 __all__ = ["Builder", "HFConfig", "builders", "from_hf_config", "supported_model_types"]
 
 
+class _Noted(dict[str, Any]):
+    """A config mapping that notes each key looked up in it (reads.note), so direct lookups
+    in `HFConfig.data` count as reads too. Copies (`dict(data)`, `{**data}`) note nothing."""
+
+    label = ""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        reads.note(self.label, key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        reads.note(self.label, key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            reads.note(self.label, key)
+        return super().__contains__(key)
+
+
 class HFConfig:
-    """Typed, validated access to one `config.json` mapping (or a nested sub-config)."""
+    """Typed, validated access to one `config.json` mapping (or a nested sub-config).
+
+    Every key asked for is noted under the config's label (see reads.py): what a builder
+    never asked for is what it did not understand."""
 
     def __init__(self, data: dict[str, Any], label: str, name: str | None = None,
                  defaults: Mapping[str, Any] | None = None) -> None:
-        self.data = data
+        noted = _Noted(data)
+        noted.label = label
+        self.data: dict[str, Any] = noted
         self.label = label
         self.name = name or str(data.get("_name_or_path") or "")
         # The configuration class's defaults for absent keys (package data, see defaults.py).
@@ -142,6 +167,13 @@ class HFConfig:
                              f"{len(value):,}")
         return list(value)
 
+    def superseded(self, *keys: str) -> None:
+        """Declare keys a builder leaves unread because another key it read overrides them
+        (`sliding_window_pattern` under an explicit `layer_types`): they are understood,
+        and do not make the count an estimate."""
+        for key in keys:
+            reads.note(self.label, key)
+
     def sub(self, key: str) -> HFConfig:
         """A nested config (text_config, vision_config …); empty when absent."""
         value = self.data.get(key)
@@ -207,10 +239,48 @@ def from_hf_config(data: dict[str, Any], label: str, name: str | None = None) ->
             return generic.generic(data, label, name)
         except ValidationError as exc:
             raise from_validation(exc, label) from exc
-    try:
-        spec = dispatch.build(route, name)
-    except ValidationError as exc:
-        raise from_validation(exc, label) from exc
+    with reads.recording() as read:
+        try:
+            spec = dispatch.build(route, name)
+        except ValidationError as exc:
+            raise from_validation(exc, label) from exc
+        unread = reads.unread(data, label, read, reads.classes())
     if route.note:
         spec = spec.model_copy(update={"notes": [*spec.notes, route.note]})
-    return spec
+    if route.wrapped:
+        spec = _with_estimated_towers(spec, data, label)
+    return earned(spec, "" if route.tested else route.note, unread)
+
+
+def _with_estimated_towers(spec: ModelSpec, data: dict[str, Any], label: str) -> ModelSpec:
+    """A wrapper read through its text_config: its towers, estimated generically."""
+    from llm_inventory.spec.hf import generic
+    from llm_inventory.spec.model import Family
+
+    if spec.decoder is None or spec.decoder.hidden_size is None:
+        return spec
+    encoders, notes = generic.tower_estimates(data, label, spec.decoder.hidden_size)
+    update: dict[str, Any] = {"notes": [*spec.notes, *notes]}
+    if encoders:
+        update.update(family=Family.VLM, encoder=encoders[0], extra_encoders=encoders[1:])
+    return spec.model_copy(update=update)
+
+
+def earned(spec: ModelSpec, fallback: str, unread: list[str]) -> ModelSpec:
+    """The spec as exact only when its model type was read by its own builder and every key
+    of the file was read or is shape-irrelevant (reads.py); else an estimate saying why."""
+    if not fallback and not unread:
+        return spec
+    why = []
+    if fallback:
+        why.append(fallback)
+    if unread:
+        shown = ", ".join(unread[:12]) + (f" and {len(unread) - 12} more"
+                                          if len(unread) > 12 else "")
+        why.append(f"keys the importer does not read, which may shape the model: {shown}")
+    estimated = "estimated: " + "; ".join(why)
+    if spec.estimated:
+        estimated = f"{spec.estimated}; {estimated}"
+    return spec.model_copy(update={
+        "exact": False, "estimated": estimated,
+        "notes": [*spec.notes, *([] if not unread else [why[-1]])]})

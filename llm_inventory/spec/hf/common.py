@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from llm_inventory.errors import InputError
-from llm_inventory.spec.hf import HFConfig
+from llm_inventory.spec.hf import HFConfig, reads
 from llm_inventory.spec.hf.defaults import class_defaults, has_class_defaults
 from llm_inventory.spec.hf.quant import from_quantization_config
 from llm_inventory.spec.model import (
@@ -203,6 +203,7 @@ def over_defaults(data: dict[str, Any], model_type: str, label: str, name: str,
     filled = {**(class_defaults(reads_as).filled if reads_as else {}),
               **(cls.filled if cls else {})}
     data = cls.aliased(data) if cls else data
+    reads.note_class(label, model_type, cls.aliases if cls else {})
     return HFConfig({**(cls.defaults if cls else {}), **data}, label, name, defaults=filled)
 
 

@@ -37,6 +37,8 @@ def exaone4(c: HFConfig) -> ModelSpec:
         kinds = [LayerKind.FULL]
     else:
         kinds = layer_types(c) or _pattern(c, fields["layers"])
+        if c.has("layer_types"):
+            c.superseded("sliding_window_pattern")  # Exaone4Config derives only without
         fields.update(sliding_window=window,
                       overrides=[LayerOverride(kinds=[LayerKind.FULL], rope=False)])
     return decoder_model(c, Stack(**fields, layer_types=kinds))

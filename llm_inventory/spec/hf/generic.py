@@ -24,7 +24,7 @@ from llm_inventory.spec.hf.common import (
     present_or_default,
     rope_scaling,
 )
-from llm_inventory.spec.model import LayerKind, ModelSpec, MoE, Stack
+from llm_inventory.spec.model import Encoder, LayerKind, ModelSpec, MoE, Stack
 
 STANDARD_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
                  "intermediate_size")
@@ -119,3 +119,70 @@ def generic(data: dict[str, Any], label: str, name: str | None) -> ModelSpec:
         if nested else []
     spec = decoder_model(c, stack, notes=[note, *extra, *notes])
     return spec.model_copy(update={"exact": False, "estimated": note})
+
+
+# A tower's size keys under the names configs use for them, in the order tried.
+_TOWER_KEYS = {
+    "hidden_size": ("hidden_size", "d_model", "embed_dim", "width"),
+    "layers": ("num_hidden_layers", "depth", "num_layers", "encoder_layers"),
+    "heads": ("num_attention_heads", "num_heads", "encoder_attention_heads"),
+    "intermediate_size": ("intermediate_size", "encoder_ffn_dim", "ffn_dim"),
+}
+TOWERS = {"vision_config": "vision", "audio_config": "audio"}
+
+
+def _first(part: dict[str, Any], names: tuple[str, ...]) -> tuple[str, int] | None:
+    for key in names:
+        value = part.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return key, value
+    return None
+
+
+def tower_estimates(data: dict[str, Any], label: str,
+                    text_hidden: int) -> tuple[list[Encoder], list[str]]:
+    """Generic estimates of the vision and audio towers of a wrapper whose own model type no
+    builder reads: each a pre-norm transformer of its config's width, depth, heads and MLP
+    width (plain MLP, biases, two LayerNorms a layer, a final norm), a patch convolution when
+    it gives `patch_size`, and a two-layer MLP projector to the language model's width. A
+    tower whose config lacks one of those sizes is named in a note, never silently dropped.
+    """
+    from llm_inventory.spec.hf.common import extra
+    from llm_inventory.spec.hf.vision import mlp_projector, vit
+
+    encoders: list[Encoder] = []
+    notes: list[str] = []
+    for key, kind in TOWERS.items():
+        part = data.get(key)
+        if not isinstance(part, dict) or not part:
+            continue
+        found = {name: _first(part, names) for name, names in _TOWER_KEYS.items()}
+        missing = [names[0] for name, names in _TOWER_KEYS.items() if found[name] is None]
+        if missing:
+            notes.append(f"its {key} lacks {', '.join(missing)}: the {kind} tower and its "
+                         "projector are not counted at all, so the total is low")
+            continue
+        sizes = {name: value for name, (_, value) in
+                 ((n, f) for n, f in found.items() if f is not None)}
+        hidden = sizes["hidden_size"]
+        if hidden % sizes["heads"]:
+            notes.append(f"its {key} width {hidden} is not a multiple of its "
+                         f"{sizes['heads']} heads: the {kind} tower is not counted")
+            continue
+        flat = {"hidden_size": hidden, "num_hidden_layers": sizes["layers"],
+                "num_attention_heads": sizes["heads"],
+                "intermediate_size": sizes["intermediate_size"]}
+        v = HFConfig(flat, f"{label}: {key}")
+        stem = []
+        patch, channels = part.get("patch_size"), part.get("num_channels",
+                                                              part.get("in_channels", 3))
+        if kind == "vision" and isinstance(patch, int) and isinstance(channels, int) \
+                and 0 < patch <= 64 and 0 < channels <= 16:
+            stem.append(extra("patch_embedding.weight", [hidden, channels, patch, patch]))
+        stack = vit(v, extra=stem)
+        encoders.append(Encoder(kind=kind, stack=stack,
+                                projector=mlp_projector(hidden, text_hidden, bias=True)))
+        notes.append(f"its {key} is estimated as a generic {kind} transformer "
+                     f"({sizes['layers']} layers, width {hidden}) with a two-layer MLP "
+                     "projector: its own architecture is not modelled")
+    return encoders, notes

@@ -18,6 +18,8 @@ def smollm3(c: HFConfig) -> ModelSpec:
     if rope is None:
         every = c.integer("no_rope_layer_interval")
         rope = [int((i + 1) % every != 0) for i in range(layers)]
+    else:
+        c.superseded("no_rope_layer_interval")  # SmolLM3Config derives the list only without
     nope = [i for i in range(layers) if not rope[i % len(rope)]] if rope else []
     window = c.opt_integer("sliding_window") if c.flag("use_sliding_window") else None
     kinds = layer_types(c) or [LayerKind.SLIDING if window and i in nope else LayerKind.FULL

@@ -39,15 +39,16 @@ def vit(v: HFConfig, *, layers: int | None = None, mlp: Literal["gated", "plain"
         bias: bool = True, attn_bias: bool | None = None,
         norm: Literal["rms", "layer"] = "layer", final_norm: bool = True, rope: bool = False,
         heads_key: str = "num_attention_heads", position_embeddings: int = 0,
-        extra: list[ExtraTensor] | None = None) -> Stack:
-    """A vision transformer's layers: multi-head attention (head_dim = hidden / heads)."""
+        extra: list[ExtraTensor] | None = None, head_dim: int | None = None) -> Stack:
+    """A vision transformer's layers: multi-head attention (head_dim = hidden / heads unless
+    given)."""
     hidden = v.integer("hidden_size")
     heads = v.integer(heads_key)
     return Stack(
         layers=layers or v.integer("num_hidden_layers"),
         hidden_size=hidden,
         heads=heads,
-        head_dim=hidden // heads,
+        head_dim=head_dim or hidden // heads,
         intermediate_size=v.integer("intermediate_size"),
         mlp=mlp,
         mlp_bias=bias,
@@ -102,8 +103,10 @@ def _pixtral(v: HFConfig) -> Stack:
                                v.integer("patch_size"))
     stem = [extra("patch_conv.weight", [hidden, channels, patch, patch]),
             extra("ln_pre.weight", [hidden])]
+    # PixtralVisionConfig: head_dim, else hidden ÷ heads.
     return vit(v, mlp="gated", bias=False, norm="rms", final_norm=False, rope=True,
-               extra=stem)
+               extra=stem, head_dim=v.integer("head_dim", hidden // v.integer(
+                   "num_attention_heads")))
 
 
 TOWERS: dict[str, Callable[[HFConfig], Stack]] = {

@@ -73,6 +73,8 @@ def whisper(c: HFConfig) -> ModelSpec:
                                     component=Component.OTHER))
         family = Family.ENCODER
     else:
+        # Only WhisperForAudioClassification builds these.
+        c.superseded("classifier_proj_size", "use_weighted_layer_sum")
         if arch not in (None, "WhisperModel", "WhisperForConditionalGeneration"):
             notes.append(f"architecture {arch} is not supported; counted as the bare "
                          "WhisperModel (encoder and decoder, no output projection)")

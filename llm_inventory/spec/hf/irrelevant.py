@@ -1,0 +1,167 @@
+"""Config keys that never change a model's tensors or state: the reviewed list the importer
+may leave unread and still call a count exact (see reads.py).
+
+Each group says why its keys cannot shape the count. A key belongs here only when no
+transformers configuration class uses it to size a tensor or choose a layer; anything else a
+builder must read, or the count is an estimate. Add keys with their reason, never to silence
+a config.
+"""
+
+from __future__ import annotations
+
+# Bookkeeping: names, versions, the class to build (the registry decides that by model type).
+_BOOKKEEPING = {
+    "_name_or_path", "architectures", "model_type", "transformers_version", "auto_map",
+    "_commit_hash", "torch_dtype", "dtype", "name_or_path", "_attn_implementation",
+    "_attn_implementation_autoset", "attn_implementation", "model_name", "license",
+    "is_composition", "trust_remote_code", "custom_pipelines", "organization",
+    "_remote_code_sha", "tf_legacy_loss", "torchscript", "use_bfloat16",
+    "is_encoder_decoder", "is_decoder", "tie_encoder_decoder", "for_llm_compressor",
+}
+# Token ids and tokenizer facts: which rows of the embedding mean what, not how many.
+_TOKENS = {
+    "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "unk_token_id",
+    "decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id",
+    "image_token_id", "image_token_index", "video_token_id", "video_token_index",
+    "audio_token_id", "audio_token_index", "vision_start_token_id", "vision_end_token_id",
+    "vision_token_id", "boi_token_id", "eoi_token_id", "boa_token_id", "eoa_token_id",
+    "audio_start_token_id", "audio_end_token_id", "image_start_token_id",
+    "image_end_token_id", "tokenizer_class", "prefix", "suppress_tokens",
+    "begin_suppress_tokens", "media_placeholder_token_id", "pad_token", "bos_token",
+    "eos_token", "mask_token_id", "boi_token_index", "eoi_token_index", "eoa_token_index",
+    "ignore_index", "eod_token_id", "pad_id", "im_start_id", "im_end_id", "im_newline_id",
+    "text_start_id", "text_end_id", "video_start_id", "video_end_id", "mask_init_id",
+}
+# Numerics that scale values, not shapes: epsilons, initialisation, dropout, softcaps.
+_NUMERICS = {
+    "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps", "norm_epsilon",
+    "initializer_range", "initializer_factor", "init_std", "attention_dropout",
+    "hidden_dropout", "hidden_dropout_prob", "attention_probs_dropout_prob", "dropout",
+    "dropout_rate", "activation_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
+    "summary_first_dropout", "classifier_dropout", "ffn_dropout", "emb_dropout",
+    "attn_logit_softcapping", "final_logit_softcapping", "logits_scaling",
+    "query_pre_attn_scalar", "attention_multiplier", "embedding_multiplier",
+    "residual_multiplier", "logits_scale", "scale_emb", "scale_depth", "dim_model_base",
+    "router_aux_loss_coef", "router_z_loss_coef", "output_router_logits", "aux_loss_alpha",
+    "seq_aux", "routed_scaling_factor", "norm_topk_prob", "scoring_func", "topk_method",
+    "router_jitter_noise", "moe_aux_loss_coeff", "moe_z_loss_coeff", "z_loss_coeff",
+    "embedding_dropout", "output_dropout", "residual_dropout", "projector_dropout",
+    "layernorm_epsilon", "logit_scale", "hc_eps", "hc_sinkhorn_iters",
+    "scale_attn_weights", "scale_attention_softmax_in_fp32", "decoder_layerdrop",
+    "encoder_layerdrop", "moe_router_scaling_factor", "scale_embedding", "emb_pdrop",
+    "attention_in_multiplier", "attention_out_multiplier", "key_multiplier",
+    "lm_head_multiplier", "mlp_multipliers", "ssm_in_multiplier", "ssm_multipliers",
+    "ssm_out_multiplier", "gradient_clipping", "attention_logit_cap",
+    "attention_invalid_logits_value", "reorder_and_upcast_attn",
+    "scale_attn_by_inverse_layer_idx", "slow_but_exact", "moe_router_dtype", "layerdrop",
+}
+# Routing and expert-parallel choices: which experts a token visits and where they live,
+# never how many or how wide (grouped top-k, clamps of the gated activation).
+_ROUTING = {
+    "n_group", "topk_group", "group_limited_greedy", "ep_size", "swiglu_limit",
+    "swiglu_alpha", "moe_drop_tokens", "moe_random_routing_dropped_token",
+}
+# Rotary details: frequencies and scaling change values, not tensors (the importer reads
+# rope_scaling / rope_parameters itself where it sets the context).
+_ROPE = {
+    "rope_theta", "rope_local_base_freq", "rotary_emb_base", "rope_scaling",
+    "rope_parameters", "use_dynamic_ntk", "use_logn_attn", "rope_interleave",
+    "original_max_position_embeddings", "initial_context_length", "compress_rope_theta",
+    "swa_rope_theta", "indexer_rope_interleave", "partial_rotary_factor", "tokens_per_second",
+}
+# Heads of other architectures than the one the registry builds for the model type
+# (GPT-2's double-heads summary).
+_OTHER_HEADS = {"summary_type", "summary_use_proj", "summary_proj_to_labels",
+                "summary_activation", "summary_first_dropout"}
+# Runtime and generation switches: caching, kernels, outputs, training and tracing.
+_RUNTIME = {
+    "use_cache", "return_dict", "output_hidden_states", "output_attentions",
+    "use_return_dict", "gradient_checkpointing", "pretraining_tp", "use_flash_attn",
+    "use_sliding_window_cache", "chunk_size_feed_forward", "problem_type",
+    "bad_words_ids", "max_length", "min_length", "do_sample", "early_stopping",
+    "num_beams", "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p",
+    "typical_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
+    "encoder_no_repeat_ngram_size", "num_return_sequences", "output_scores",
+    "return_dict_in_generate", "remove_invalid_values", "exponential_decay_length_penalty",
+    "task_specific_params", "finetuning_task", "id2label", "label2id",
+    "keys_to_ignore_at_inference", "use_mamba_kernels",
+    "sequence_len", "fp32_residual_connection",
+    "apply_residual_connection_post_layernorm", "bias_dropout_fusion",
+    "attention_softmax_in_fp32", "use_mem_eff_path", "mamba_proj_bias_overridden",
+    "residual_in_fp32", "rescale_prenorm_residual",
+    "use_mrope", "mrope_section", "mrope_interleaved", "generation_config",
+    "cache_implementation", "num_logits_to_keep", "mamba_chunk_size", "time_step_limit",
+    "time_step_min", "time_step_max", "time_step_floor", "use_mambapy",
+    "use_associative_scan", "median_filter_width", "apply_spec_augment", "mask_time_prob",
+    "mask_time_length", "mask_time_min_masks", "mask_feature_prob", "mask_feature_length",
+    "mask_feature_min_masks", "output_past", "forced_decoder_ids",
+    "moe_shared_expert_overlap", "image_seq_length", "video_seq_length",
+    }
+# The activation function: it picks a nonlinearity; whether an MLP is gated is the
+# class's own structure, which the builder models.
+_ACTIVATION = {"hidden_act", "hidden_activation", "activation_function", "act_fn",
+               "projector_hidden_act", "vision_hidden_act"}
+
+SHAPE_IRRELEVANT: frozenset[str] = frozenset(
+    _BOOKKEEPING | _TOKENS | _NUMERICS | _ROUTING | _ROPE | _RUNTIME | _ACTIVATION
+    | _OTHER_HEADS)
+
+# Keys inert at one value: a switch left at the value every builder assumes when it does not
+# read it (no sliding layers, no cross-attention) cannot shape the count.
+INERT: dict[str, object] = {"use_sliding_window": False, "add_cross_attention": False,
+                            "pruned_heads": {}, "position_embedding_type": "absolute"}
+
+# Keys that only matter when another key switches them on: unread, they are moot while that
+# key is absent or inert (Qwen's max_window_layers without use_sliding_window).
+DEPENDS: dict[str, str] = {"max_window_layers": "use_sliding_window"}
+
+# Keys a class's modelling code never uses for a shape, though other classes do, by the
+# configuration class (model type) that reads the mapping. Each with its reason.
+_MLA = {"num_key_value_heads": "multi-head latent attention: kv_b_proj is sized by the "
+        "attention heads; the class reads num_key_value_heads for no tensor",
+        "head_dim": "the class sets it to qk_rope_head_dim itself, over the file's value",
+        "qk_head_dim": "the class sets it to qk_nope_head_dim + qk_rope_head_dim itself"}
+_QWEN_VL_VISION = {
+    "in_chans": "a legacy name the class does not read (it reads in_channels)",
+    "spatial_patch_size": "a legacy name the class does not read (it reads patch_size)",
+    "window_size": "which patches attend together: no tensor, no cache",
+    "fullatt_block_indexes": "which blocks attend over the whole image: no tensor, no cache",
+}
+BY_CLASS: dict[str, dict[str, str]] = {
+    "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
+                    "norm_softmax": "a routing detail"},
+    "deepseek_v2": _MLA, "deepseek_v3": _MLA, "deepseek_v32": _MLA, "glm4_moe_lite": _MLA,
+    "glm_moe_dsa": _MLA,
+    "clip_vision_model": {
+        "projection_dim": "sizes CLIPVisionModelWithProjection's projection, not the tower "
+                          "a composite model uses",
+        "vocab_size": "a vision tower has no vocabulary"},
+    "gemma2": {"sliding_window_size": "a legacy name Gemma2Config does not read "
+                                      "(sliding_window sets the window)"},
+    "gpt2": {"n_ctx": "unused by GPT2Model; n_positions sizes the position table"},
+    "gpt_neox": {"use_parallel_residual": "where the residual adds, not what it holds"},
+    "gptj": {"rotary": "a legacy flag GPTJConfig does not read (rotary_dim does)"},
+    "starcoder2": {"mlp_type": "a training-code key Starcoder2Config does not read",
+                   "norm_type": "a training-code key Starcoder2Config does not read"},
+    "t5": {"is_gated_act": "T5Config sets it from feed_forward_proj, which the builder reads",
+           "dense_act_fn": "T5Config sets it from feed_forward_proj (an activation)",
+           "relative_attention_max_distance": "how distances map to buckets, not how many",
+           "scale_decoder_outputs": "a value scaling"},
+    # transformers' utils/check_config_attributes.py (SPECIAL_CASES_TO_ALLOW) lists these as
+    # unused by the class's modelling code.
+    "lfm2": {"full_attn_idxs": "Lfm2 layers follow layer_types, which the builder reads"},
+    "modernbert": {"reference_compile": "a torch.compile switch",
+                   "local_attention": "the local window: a mask, no tensor"},
+    "whisper": {"num_hidden_layers": "WhisperConfig sets it to encoder_layers itself"},
+    # transformers' utils/check_config_attributes.py lists it as unused by the modelling code
+    "llama4_vision_model": {"multi_modal_projector_bias": "Llama4MultiModalProjector has no "
+                            "bias, whatever the config says"},
+    "qwen3_moe": {
+        "shared_expert_intermediate_size": "Qwen3MoeConfig has no shared expert",
+        "qkv_bias": "Qwen3MoeConfig reads attention_bias for the projection biases",
+        "use_qk_norm": "Qwen3-MoE attention always has its q/k norms"},
+    "qwen2_vl_vision": _QWEN_VL_VISION, "qwen2_5_vl_vision": _QWEN_VL_VISION,
+}
+
+# Mappings read whole by a helper that parses them (never a tower or a language model).
+WHOLE_MAPPINGS: frozenset[str] = frozenset({"quantization_config", "generation_config"})
