@@ -190,6 +190,8 @@ KNOWN: dict[str, int] = {
     "engine/kinds/uniform.py": 8,
     "engine/placement/facts.py": 1,
     "engine/serving/vllm_v0.py": 1,
+    # vLLM's MLA backends refuse an nvfp4 cache: a switch on `mla` like the three below
+    "engine/serving/vllm_v21.py": 1,
     "engine/serving/llamacpp_engine.py": 2,
     "spec/model.py": 9,
 }
