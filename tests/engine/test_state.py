@@ -138,8 +138,11 @@ def test_every_kind_has_a_release_rule() -> None:
 
     for name in kinds.BUILT_IN:
         kind = kinds.get(name).state
+        # a latent wider than its rope part (k_head_dim), and the packed record's format:
+        # vLLM's packed sparse-MLA records exist in fp8 (fp8_ds_mla) and nvfp4 only
         layer = StateLayer(kind=kind, kv_heads=1, k_head_dim=1, v_head_dim=1, window=4,
-                           latent_dim=1, encoder_tokens=1, state_elements=1)
+                           latent_dim=2, encoder_tokens=1, state_elements=1,
+                           dtype="fp8" if name == "packed_mla" else None)
         assert size_state(StateRequest(layers=(layer,), tokens=8)).kinds[0].release
 
 
