@@ -346,15 +346,10 @@ def download(repo: str, revision: str | None, reference: str) -> Path:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    from llm_inventory.files import atomic_write
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, data)
 
 
 def _link(target: Path, link: Path) -> None:

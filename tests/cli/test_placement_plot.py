@@ -83,3 +83,23 @@ def test_several_engines_plot_each_best_plan(invoke: Invoke, tmp_path: Path) -> 
 def test_plot_refuses_other_files_before_any_work(invoke: Invoke, tmp_path: Path) -> None:
     run = invoke(*ARGS, "--plot", str(tmp_path / "chart.jpg"))
     assert run.code == 2 and "--plot" in run.stderr and run.stdout == ""
+
+
+def test_plot_failing_mid_write_keeps_the_old_file(invoke: Invoke, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk filling part-way through the chart leaves neither a half-written nor a
+    clobbered file: the old chart stays, and no temporary is left beside it."""
+    from matplotlib.figure import Figure
+
+    def fail_midway(self: Figure, fname: object, **kwargs: object) -> None:
+        Path(str(fname)).write_text("<svg half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", fail_midway)
+    target = tmp_path / "chart.svg"
+    target.write_text("old chart")
+    run = invoke(*ARGS, "--plot", str(target))
+    assert run.code == 2, run.stderr
+    assert "No space left on device" in run.stderr
+    assert target.read_text() == "old chart"
+    assert [p.name for p in tmp_path.iterdir()] == ["chart.svg"]
