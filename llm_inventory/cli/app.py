@@ -201,7 +201,7 @@ class _WholeWrites(io.RawIOBase):
 def _checked_stdout() -> None:
     """Point sys.stdout at descriptor 1 through _WholeWrites, when it is the real stdout
     (a test runner's captured stream is left alone)."""
-    stream = sys.stdout
+    stream: Any = sys.stdout
     if stream is None or stream is not sys.__stdout__:
         return
     try:
