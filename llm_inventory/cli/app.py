@@ -202,7 +202,8 @@ def _checked_stdout() -> None:
     """Point sys.stdout at descriptor 1 through _WholeWrites, when it is the real stdout
     (a test runner's captured stream is left alone)."""
     stream: Any = sys.stdout
-    if stream is None or stream is not sys.__stdout__:
+    original: Any = sys.__stdout__
+    if stream is None or stream is not original:
         return
     try:
         fd = stream.fileno()
