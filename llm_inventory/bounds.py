@@ -218,3 +218,64 @@ def config_bound(key: str) -> Bound:
         if any(part in words for part in parts):
             return bound
     return WIDTH
+
+
+# --- numbers as text --------------------------------------------------------------------
+
+#: Digits in one dotted part of a version (`vllm@0.19.1`, `llamacpp@b7880`): real ones have
+#: at most 5 (llama.cpp build numbers); a part longer than this is not a version.
+VERSION_PART = 9
+
+
+def number(field: str, value: Any, *, low: float = 0.0, high: float = float(RAW_NUMBER),
+           integer: bool = False, low_open: bool = False) -> float | int:
+    """`value` (text or a number from a flag, file or environment variable) as a finite number
+    in [low, high] (`low_open`: above low), an int when `integer`; else InputError naming
+    `field`. Text longer than NUMBER_TEXT is refused before it is converted, so a
+    5,000-digit number never reaches int() or float()."""
+    import math
+
+    if isinstance(value, bool):
+        raise InputError(field, f"expected a number, got {excerpt(value)}")
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > NUMBER_TEXT:
+            raise InputError(field, f"expected a number of at most {NUMBER_TEXT} characters, "
+                             f"got {excerpt(value)}")
+        try:
+            parsed: float | int = int(text) if integer else float(text)
+        except ValueError:
+            kind = "a whole number" if integer else "a number"
+            raise InputError(field, f"expected {kind}, got {excerpt(value)}") from None
+    elif isinstance(value, int | float):
+        parsed = value
+        if isinstance(value, int) and value.bit_length() > 200:
+            raise InputError(field, f"must be at most {high:,g}, got {excerpt(value)}")
+    else:
+        raise InputError(field, f"expected a number, got {excerpt(value)}")
+    if isinstance(parsed, float) and not math.isfinite(parsed):
+        raise InputError(field, f"must be a finite number, got {excerpt(value)}")
+    if integer and isinstance(parsed, float):
+        if not parsed.is_integer():
+            raise InputError(field, f"expected a whole number, got {excerpt(value)}")
+        parsed = int(parsed)
+    if parsed < low or (low_open and parsed == low):
+        edge = "above" if low_open else "at least"
+        raise InputError(field, f"must be {edge} {low:g}, got {excerpt(value)}")
+    if parsed > high:
+        raise InputError(field, f"must be at most {high:,g}, got {excerpt(value)}")
+    return parsed
+
+
+def version_parts(field: str, text: str) -> tuple[int, ...]:
+    """A dotted version (`0.19.1`, `b7880`, `v1`) as integers, each part of at most
+    VERSION_PART digits; else InputError naming `field`."""
+    stripped = text.strip()
+    parts = stripped.lstrip("vb").split(".")
+    if not stripped or len(stripped) > NUMBER_TEXT or \
+            not all(p.isascii() and p.isdigit() for p in parts):
+        raise InputError(field, f"version {excerpt(text)} is not a dotted number such as 0.19")
+    if any(len(p) > VERSION_PART for p in parts):
+        raise InputError(field, f"version {excerpt(text)}: each part has at most "
+                         f"{VERSION_PART} digits")
+    return tuple(int(p) for p in parts)

@@ -36,12 +36,13 @@ def _seconds(field: str, text: str | None) -> float | None:
 def _number(field: str, text: str | None, *, allowed: str, zero: bool = False,
             below: float | None = None) -> float | None:
     """A finite number above zero (or from zero with `zero`), below `below` when given."""
+    from llm_inventory.bounds import NUMBER_TEXT
     from llm_inventory.errors import InputError
 
     if text is None:
         return None
-    try:
-        value = float(text)
+    try:  # a 5,000-digit number is refused before float() reads it
+        value = float(text) if len(text) <= NUMBER_TEXT else math.nan
     except ValueError:
         value = math.nan
     low_ok = value >= 0 if zero else value > 0

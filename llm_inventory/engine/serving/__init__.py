@@ -57,10 +57,9 @@ def _module(module: str) -> ServingEngine:
 
 
 def _version(text: str, field: str) -> tuple[int, ...]:
-    parts = text.strip().lstrip("vb").split(".")
-    if not text.strip() or not all(p.isdigit() for p in parts):
-        raise InputError(field, f"version {text!r} is not a dotted number such as 0.19")
-    return tuple(int(p) for p in parts)
+    from llm_inventory.bounds import version_parts
+
+    return version_parts(field, text)
 
 
 def names() -> list[str]:

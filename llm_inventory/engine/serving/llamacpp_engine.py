@@ -34,6 +34,7 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from llm_inventory.bounds import SIZE, number
 from llm_inventory.engine.kinds.base import StateLayer
 from llm_inventory.engine.serving import llamacpp_rules as kv
 from llm_inventory.engine.serving.base import (
@@ -505,15 +506,11 @@ def _output_bytes(layout: WeightLayout) -> int:
 def _integer(value: FlagValue, field: str) -> int:
     if isinstance(value, bool):
         raise InputError(field, f"{value!r} is not a whole number")
-    if isinstance(value, int):
-        return value
-    text = str(value).strip().lower()
+    text = str(value).strip().lower() if not isinstance(value, int) else ""
     if field == "n_gpu_layers" and text in ("all", "auto", "-1", "999"):
         return ALL
-    try:
-        return int(text)
-    except ValueError:
-        raise InputError(field, f"{value!r} is not a whole number") from None
+    # Bounded (bounds.number): finite, few digits; -1 is llama.cpp's "default" for some.
+    return int(number(field, value, low=-1, high=SIZE.limit, integer=True))
 
 
 def _shares_checked(text: str) -> None:

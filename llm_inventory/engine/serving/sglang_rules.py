@@ -44,6 +44,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_inventory.bounds import RAW_NUMBER, number
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     FlagValue,
@@ -305,11 +306,11 @@ _KV_DTYPES = {"auto": None, "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16",
 
 
 def _number(option: str, text: str, kind: type) -> FlagValue:
-    try:
-        value: FlagValue = int(text) if kind is int else float(text)
-    except ValueError:
-        noun = "a whole number" if kind is int else "a number"
-        raise InputError("launch", f"{option} takes {noun}, got {text!r}") from None
+    noun = "a whole number" if kind is int else "a number"
+    try:  # bounded before conversion: finite, few digits (bounds.number)
+        value: FlagValue = number(option, text, low=-RAW_NUMBER, integer=kind is int)
+    except InputError as exc:
+        raise InputError("launch", f"{option} takes {noun}: {exc.message}") from None
     if kind is int and int(value) < (-1 if option == "--chunked-prefill-size" else 1):
         raise InputError("launch", f"{option} must be at least 1, got {text}")
     if option in ("--mem-fraction-static",) and not 0 < float(value) <= 1:
