@@ -283,7 +283,10 @@ class Reporter:
         shape = sized.shape
         prefill_flops, _ = self._phase("prefill", prompt)
         decode_flops, _ = self._phase("decode", batch)
-        experts = facts.expert_bytes(shape.tp, shape.ep)
+        # Expert bytes the device holds: an engine that keeps experts (or whole layers) in
+        # host memory (llama.cpp's -ngl, --n-cpu-moe) reads none of those from the device,
+        # so the untouched share is taken off what it holds, never below zero.
+        experts = min(facts.expert_bytes(shape.tp, shape.ep), float(weights))
         touched = 1.0
         if facts.moe is not None:
             touched = expected_distinct_experts(facts.moe.experts, facts.moe.top_k,
