@@ -132,3 +132,47 @@ def read_bounded(path: Path, limit: int, *, regular: bool = True,
     if len(data) > limit:
         raise InputError(label, f"holds more than {limit:,} bytes; the limit is that")
     return data
+
+
+# --- questions about a path that never raise ---------------------------------------------
+# Path.exists() and friends raise on a name the system refuses (ENAMETOOLONG for a
+# 300-character model name, EACCES): a name no file can have is simply not there.
+
+
+def exists(path: Path) -> bool:
+    """Whether `path` names something (a broken or looping link counts: it is there)."""
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
+
+
+def is_file(path: Path) -> bool:
+    """Whether `path` is a regular file (links followed); False for any name that cannot be."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """Whether `path` is a folder (links followed); False for any name that cannot be."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def regular_inside(path: Path, root: Path) -> Path:
+    """`path` when it resolves inside `root` to a regular file; else InputError saying why
+    (a symlink loop, a link out of `root`, a FIFO, socket or device, a folder)."""
+    real = inside(path, root)
+    try:
+        mode = os.stat(real).st_mode
+    except OSError as exc:
+        raise InputError(str(path), f"cannot be read: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket " \
+            "or device)"
+        raise InputError(str(path), f"is {kind}; refused")
+    return real

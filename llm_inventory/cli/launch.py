@@ -16,20 +16,22 @@ if TYPE_CHECKING:
 
 def _hub_folder(model_id: str) -> Path | None:
     """The Hugging Face cache folder of `model_id` (ORG/NAME), when it is on this machine."""
+    from llm_inventory.files import is_dir
     from llm_inventory.spec.hub import repo_folder
 
     folder = repo_folder(model_id)
-    return folder if folder.is_dir() else None
+    return folder if is_dir(folder) else None
 
 
 def resolve_model(reference: str) -> ModelSpec:
     """A launch command's model: a local path, a preset or one of its Hugging Face ids, or
     a model in the local Hugging Face cache; InputError when none resolves offline."""
     from llm_inventory.errors import InputError
+    from llm_inventory.files import exists
     from llm_inventory.spec.loader import load_model
     from llm_inventory.spec.presets import find_preset, load_preset
 
-    if Path(reference).expanduser().exists():
+    if exists(Path(reference).expanduser()):  # never raises (a 300-character name)
         return load_model(reference)
     try:
         return load_preset(find_preset(reference).name)

@@ -126,8 +126,11 @@ def _share_out(console: Console, table: RichTable, width: int) -> None:
     def share(level: int) -> list[int]:
         return [min(r.maximum, max(level, r.minimum)) for r in ranges]
 
-    level = max(lv for lv in range(max(maxima) + 1)
-                if sum(w for w, wrap in zip(share(lv), wraps, strict=True) if wrap) <= room)
+    # No level fits when the prose columns' minimums alone pass the room (a 10,000-character
+    # word in a cell): each then gets its minimum, and the table prints wider.
+    level = max((lv for lv in range(max(maxima, default=0) + 1)
+                 if sum(w for w, wrap in zip(share(lv), wraps, strict=True) if wrap) <= room),
+                default=0)
     for column, size, wrap in zip(columns, share(level), wraps, strict=True):
         if wrap:
             column.width = size - table._get_padding_width(column._index)

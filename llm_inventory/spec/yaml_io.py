@@ -175,6 +175,8 @@ def parse_yaml(text: str, label: str) -> Any:
                 yaml.load(text, _WordyLoader)  # noqa: S506 - a SafeLoader subclass
             except yaml.MarkedYAMLError as wordy:
                 error = wordy
+            except RecursionError:  # the pure-Python parser recurses on deep nesting
+                raise InputError(label, "nests too deeply to read") from exc
         mark = error.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise InputError(label, f"malformed YAML at {where}{error.problem}") from exc
