@@ -279,3 +279,29 @@ def version_parts(field: str, text: str) -> tuple[int, ...]:
         raise InputError(field, f"version {excerpt(text)}: each part has at most "
                          f"{VERSION_PART} digits")
     return tuple(int(p) for p in parts)
+
+
+# --- searches ---------------------------------------------------------------------------
+
+#: Engines one request names, after repeats are dropped: every modelled engine era once.
+ENGINES = Bound(32, "engines", "the registry models about 25 engine eras; a list names each "
+                "at most once (repeats are dropped first)")
+#: Engine × device searches one request asks for: each places and times every plan of one
+#: engine on one device. 60 searches (6 engines × 10 devices) for an MoE model and eight
+#: length bins take 13 s on one core; 64 keep any request well within a minute.
+SEARCHES = Bound(64, "engine × device searches", "each search places and times every plan "
+                 "of one engine on one device; 64 keep a request well within a minute")
+
+
+def search_lists(engines: list[str], devices: list[str] | None = None) -> list[str]:
+    """`engines` with repeats dropped (order kept), when they and `devices` (ids, also
+    de-duplicated by the caller) stay within ENGINES and SEARCHES; else InputError naming the
+    bound. A 1,000-entry engine list is one search per distinct engine, not 1,000."""
+    distinct = list(dict.fromkeys(engines))
+    ENGINES.check("engine", len(distinct))
+    searches = len(distinct) * max(1, len(devices or []))
+    if searches > SEARCHES.limit:
+        raise InputError("engine", f"{len(distinct)} engines × {len(devices or [])} devices "
+                         f"are {searches:,} searches; a request is limited to "
+                         f"{SEARCHES.limit} ({SEARCHES.reason})")
+    return distinct

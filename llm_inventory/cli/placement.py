@@ -62,12 +62,14 @@ def _engine_args(items: list[str]) -> dict[str, str | int | float | bool]:
 
 def engine_list(text: str) -> list[str]:
     """`--engine a,b@1.2` as engine names; InputError for an unknown engine or version."""
+    from llm_inventory.bounds import search_lists
     from llm_inventory.engine.serving import get
     from llm_inventory.errors import InputError
 
     wanted = [part.strip() for part in text.split(",") if part.strip()]
     if not wanted:
         raise InputError("engine", "name an engine (see `inventory engines`)")
+    wanted = search_lists(wanted)  # repeats dropped; at most bounds.ENGINES
     for name in wanted:
         get(name)
     return wanted

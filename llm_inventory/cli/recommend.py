@@ -168,6 +168,7 @@ def recommend(
 
     Example: inventory recommend llama-3.1-8b -d h100 --use-case chat --qps 5
     """
+    from llm_inventory.bounds import search_lists
     from llm_inventory.engine.recommend import (
         OBJECTIVES,
         RecommendRequest,
@@ -217,10 +218,13 @@ def recommend(
     if not device:
         raise InputError("device", "give --device (see `inventory devices`); repeat it to "
                          "compare several")
-    devices = [resolve_device(d) for d in _listed(device)]
+    device_ids = list(dict.fromkeys(_listed(device)))
+    # Engines × devices within bounds.SEARCHES, before any search starts.
+    engines = search_lists(_listed(engine or ["vllm"]), device_ids)
+    devices = list({d.id: d for d in (resolve_device(i) for i in device_ids)}.values())
     spec = load_model(model)
     request = RecommendRequest(
-        model_ref=model, devices=devices, count=count, engines=_listed(engine or ["vllm"]),
+        model_ref=model, devices=devices, count=count, engines=engines,
         workload=Workload(isl=in_len, osl=out_len, histogram=bins, qps=rate,
                           concurrency=concurrency, prefix_share=share or 0.0),
         targets=targets, objective=objective,
