@@ -305,3 +305,20 @@ def search_lists(engines: list[str], devices: list[str] | None = None) -> list[s
                          f"are {searches:,} searches; a request is limited to "
                          f"{SEARCHES.limit} ({SEARCHES.reason})")
     return distinct
+
+
+# --- environment ------------------------------------------------------------------------
+
+COLUMNS = Bound(10_000, "columns", "a terminal 10,000 characters wide is a typo; tables are "
+                "readable at 80")
+
+
+def env_columns() -> int | None:
+    """$COLUMNS as a width: None when unset, empty or 0 (no width asked for); else a whole
+    number within COLUMNS, or InputError naming the variable (exit 2)."""
+    import os
+
+    text = os.environ.get("COLUMNS", "").strip()
+    if not text or text == "0":
+        return None
+    return int(number("COLUMNS", text, low=1, high=COLUMNS.limit, integer=True))

@@ -15,7 +15,6 @@ needs, between 80 and 160 columns.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from llm_inventory.bounds import env_columns
 from llm_inventory.render.plain import FALLBACK_WIDTH, WIDEST_FALLBACK
 
 
@@ -140,9 +140,9 @@ def output_width(console: Console, parts: Sequence[RenderableType]) -> int:
     """The width to print `parts` at (see the module's docstring)."""
     if console.is_terminal:
         return console.width
-    columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    columns = env_columns()  # bounded: a 5,000-digit COLUMNS is one line, exit 2
+    if columns is not None:
+        return columns
     wide = console.options.update_width(10_000)
     natural = max((Measurement.get(console, wide, part).maximum for part in parts
                    if isinstance(part, RichTable)), default=FALLBACK_WIDTH)

@@ -84,3 +84,18 @@ def test_engines_under_debug_is_still_one_line(invoke: Invoke,
     monkeypatch.setenv("INVENTORY_DEBUG", "1")
     run = invoke("engines", "vllm@1" + DIGITS)
     assert run.code == 2 and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("columns", [DIGITS, "99999999", "abc", "1e309"])
+def test_columns_from_the_environment_is_bounded(monkeypatch: pytest.MonkeyPatch,
+                                                 columns: str) -> None:
+    """$COLUMNS is a number that enters from the environment: bounded like any other."""
+    from llm_inventory.bounds import env_columns
+
+    monkeypatch.setenv("COLUMNS", columns)
+    with pytest.raises(InputError, match="^COLUMNS: "):
+        env_columns()
+    monkeypatch.setenv("COLUMNS", "0")
+    assert env_columns() is None
+    monkeypatch.setenv("COLUMNS", " 120 ")
+    assert env_columns() == 120
