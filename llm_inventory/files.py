@@ -34,7 +34,7 @@ def atomic_target(path: Path | str, *, field: str = "") -> Iterator[Path]:
     target = Path(path)
     label = field or str(target)
     folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
+    if is_dir(target):
         raise InputError(label, f"{target} is a folder, expected a file name")
     try:
         handle, temp_name = tempfile.mkstemp(dir=folder, prefix=_TEMP_PREFIX,
@@ -44,6 +44,8 @@ def atomic_target(path: Path | str, *, field: str = "") -> Iterator[Path]:
     os.close(handle)
     temp = Path(temp_name)
     try:
+        if too_long(target):  # checked once the folder is known to be writable
+            raise OSError(36, "File name too long")
         yield temp
         _sync(temp)
         os.replace(temp, target)
@@ -176,3 +178,17 @@ def regular_inside(path: Path, root: Path) -> Path:
             "or device)"
         raise InputError(str(path), f"is {kind}; refused")
     return real
+
+
+def too_long(path: Path | str) -> bool:
+    """Whether no file system here can hold `path` (a component or the whole name too long):
+    such a name is not looked up at all."""
+    text = os.fspath(path)
+    try:
+        name_max = os.pathconf("/", "PC_NAME_MAX")
+        path_max = os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max, path_max = 255, 4096
+    parts = text.split(os.sep)
+    return len(os.fsencode(text)) >= path_max or \
+        any(len(os.fsencode(part)) > name_max for part in parts)

@@ -39,3 +39,10 @@ def invoke() -> Invoke:
         return Run(result.exit_code, result.stdout, result.stderr)
 
     return run
+
+
+def pytest_report_header() -> str:
+    """The fuzz seed in every report's header (a failing CI run's too): tests/fuzz."""
+    from tests.fuzz.harness import REPRODUCE
+
+    return REPRODUCE

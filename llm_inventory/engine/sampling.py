@@ -12,13 +12,14 @@ engines it copies, so re-normalising would change what it does.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_inventory.bounds import RAW_NUMBER, number
+from llm_inventory.bounds import number
 from llm_inventory.engine.trust import Trust, exact
 from llm_inventory.errors import InputError
 
@@ -130,7 +131,7 @@ class SamplerStateItem(BaseModel):
 
 def _number(text: str, field: str, what: str) -> float:
     try:  # bounded before conversion: finite, few digits (bounds.number)
-        return float(number(field, text, low=-RAW_NUMBER))
+        return float(number(field, text, low=-sys.float_info.max, high=sys.float_info.max))
     except InputError as exc:
         raise InputError(field, f"{what}: {exc.message}") from None
 

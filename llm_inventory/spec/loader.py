@@ -192,8 +192,10 @@ def _load_model(reference: str) -> ModelSpec:
     looks_like_path = (
         path.suffix in (".yaml", ".yml", ".json", ".gguf", ".safetensors") or "/" in reference
     )
-    from llm_inventory.files import exists, is_dir, is_file
+    from llm_inventory.files import exists, is_dir, is_file, too_long
 
+    if too_long(reference):  # as the system would say, in one bounded line
+        raise InputError(reference, "cannot be read: File name too long")
     if is_dir(path):  # these never raise: a name no file can have (too long) is not there
         return _from_folder(path)
     # A Hub id is org/name: a name without a slash (a preset) never loads the Hub client.

@@ -191,7 +191,7 @@ class LlamaCpp(ServingEngine):
         if "kv_unified" not in asked.flags and ("parallel" in asked.flags
                                                 or asked.max_num_seqs is not None):
             # llama-server unifies the cache only when it picks the slot count itself
-            flags["kv_unified"] = int(flags["parallel"]) == 1
+            flags["kv_unified"] = _integer(flags["parallel"], "parallel") == 1
         if asked.max_num_batched_tokens is not None:
             flags["batch_size"] = asked.max_num_batched_tokens
         for key in ("cache_type_k", "cache_type_v"):
@@ -506,11 +506,17 @@ def _output_bytes(layout: WeightLayout) -> int:
 def _integer(value: FlagValue, field: str) -> int:
     if isinstance(value, bool):
         raise InputError(field, f"{value!r} is not a whole number")
-    text = str(value).strip().lower() if not isinstance(value, int) else ""
+    text = str(value).strip().lower()
     if field == "n_gpu_layers" and text in ("all", "auto", "-1", "999"):
         return ALL
-    # Bounded (bounds.number): finite, few digits; -1 is llama.cpp's "default" for some.
-    return int(number(field, value, low=-1, high=SIZE.limit, integer=True))
+    # Bounded (bounds.number): finite, few digits, and at least what llama.cpp can use (it
+    # stores batch sizes and slots unsigned: a 0 or -1 there is no batch at all).
+    return int(number(field, value, low=_LOWEST.get(field, 0), high=SIZE.limit,
+                      integer=True))
+
+
+#: The least value llama.cpp can use, per flag (0 elsewhere: a count, or 0 for "default").
+_LOWEST = {"batch_size": 1, "ubatch_size": 1, "parallel": 1}
 
 
 def _shares_checked(text: str) -> None:

@@ -217,7 +217,9 @@ class TensorRtLlm(ServingEngine):
         fraction = asked.memory_fraction
         field = "gpu_memory_utilization"
         if fraction is None:
-            fraction, field = float(flags.get("free_gpu_memory_fraction", 0.9)), "engine_flags"
+            field = "engine_flags"
+            fraction = float(number("free_gpu_memory_fraction",
+                                    flags.get("free_gpu_memory_fraction", 0.9), low=0, high=1))
         if not 0 < fraction < 1:
             raise InputError(field, f"free_gpu_memory_fraction {fraction} must be above 0 and "
                              "below 1 (TensorRT-LLM checks freeMemFraction < 1)")
