@@ -99,3 +99,31 @@ def test_columns_from_the_environment_is_bounded(monkeypatch: pytest.MonkeyPatch
     assert env_columns() is None
     monkeypatch.setenv("COLUMNS", " 120 ")
     assert env_columns() == 120
+
+
+@pytest.mark.parametrize("arg", [
+    "parallel=0", "ubatch_size=-1", "batch_size=0", "parallel=0x10", "parallel=4x4"])
+def test_llamacpp_engine_args_are_held_to_what_it_can_use(invoke: Invoke, arg: str) -> None:
+    """Found by the fuzzer: a negative ubatch gave negative compute buffers."""
+    run = invoke(*ARGS, "--engine", "llamacpp", "--engine-arg", arg)
+    assert run.code == 2 and run.stderr.count("\n") == 1, run.stderr
+
+
+@pytest.mark.parametrize("arg", ["mem_fraction_static=-1", "mem_fraction_static=1.5",
+                                 "page_size=0"])
+def test_sglang_engine_args_take_the_launch_lines_ranges(invoke: Invoke, arg: str) -> None:
+    """Found by the fuzzer: mem_fraction_static=-1 printed a negative usable memory."""
+    run = invoke(*ARGS, "--engine", "sglang", "--engine-arg", arg)
+    assert run.code == 2 and run.stderr.count("\n") == 1, run.stderr
+
+
+@pytest.mark.parametrize("arg", ["chunked_prefill_size=-1", "chunked_prefill_size=65536"])
+def test_sglang_figures_never_go_negative(invoke: Invoke, arg: str) -> None:
+    """-1 turns chunking off (the step budget is then max_prefill_tokens or the prompt);
+    a chunk so large that the reserve passes the GPU leaves no pool, not a negative one."""
+    run = invoke(*ARGS, "--engine", "sglang", "--engine-arg", arg, "--format", "json")
+    assert run.code in (0, 1), run.stderr
+    data = run.json()
+    assert data["max_num_batched_tokens"] > 0
+    assert data["usable_bytes"] >= 0
+    assert all(p["per_device"]["usable_bytes"] >= 0 for p in data["plans"])
