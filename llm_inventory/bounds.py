@@ -293,6 +293,12 @@ SEARCHES = Bound(64, "engine × device searches", "each search places and times 
                  "of one engine on one device; 64 keep a request well within a minute")
 
 
+#: Models one `compare` sets side by side: a table of more is not read, and each costs a load
+#: and an inventory (1,000 took 10 s).
+COMPARED = Bound(64, "models", "a side-by-side table of more is not read; each model costs a "
+                 "load and an inventory")
+
+
 def search_lists(engines: list[str], devices: list[str] | None = None) -> list[str]:
     """`engines` with repeats dropped (order kept), when they and `devices` (ids, also
     de-duplicated by the caller) stay within ENGINES and SEARCHES; else InputError naming the

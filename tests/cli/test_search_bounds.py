@@ -47,3 +47,11 @@ def test_past_the_bound_is_bad_input_naming_it(invoke: Invoke, argv: list[str]) 
     assert "--engine: " in run.stderr and ("at most 32 engines" in run.stderr
                                            or "limited to 64" in run.stderr)
     assert time.monotonic() - start < 10  # refused before any search
+
+
+def test_compare_sets_at_most_64_models_side_by_side(invoke: Invoke) -> None:
+    start = time.monotonic()
+    run = invoke("compare", *["llama-3.1-8b", "qwen3-8b"] * 50)
+    assert run.code == 2, run.stderr
+    assert run.stderr.startswith("inventory: error: models: must be at most 64 models")
+    assert time.monotonic() - start < 10
