@@ -64,15 +64,11 @@ class FolderCheckpoint:
 
 
 def _read_index(path: Path) -> tuple[dict[str, str], int | None]:
+    from llm_inventory.files import read_bounded
+
     label = str(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_INDEX_BYTES:
-            raise InputError(label, f"is {size:,} bytes; an index is limited to "
-                             f"{MAX_INDEX_BYTES:,}")
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise InputError(label, f"cannot be read: {exc.strerror or exc}") from exc
+    try:  # bounded, a regular file: a FIFO index is refused, never waited on
+        text = read_bounded(path, MAX_INDEX_BYTES).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(label, f"is not UTF-8 text (byte {exc.start})") from exc
     data: Any = loads_json(text, label)

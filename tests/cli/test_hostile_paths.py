@@ -145,3 +145,17 @@ def test_a_name_too_long_for_any_file_is_bad_input(invoke: Invoke,
     run = invoke(*argv)
     assert run.code == 2, run.stderr
     assert run.stderr.count("\n") == 1
+
+
+def test_a_fifo_index_in_a_model_folder_never_waits(invoke: Invoke, tmp_path: Path) -> None:
+    """A FIFO where model.safetensors.index.json goes: not a regular file, so not an index;
+    the index reader itself is bounded and refuses one (files.read_bounded)."""
+    from llm_inventory.checkpoint.folder import _read_index
+    from llm_inventory.errors import InputError
+
+    shutil.copy(CONFIG, tmp_path / "config.json")
+    os.mkfifo(tmp_path / "model.safetensors.index.json")
+    run = invoke("inventory", str(tmp_path), "--format", "json")
+    assert run.code == 0, run.stderr
+    with pytest.raises(InputError, match="not a regular file"):
+        _read_index(tmp_path / "model.safetensors.index.json")
