@@ -218,3 +218,113 @@ def config_bound(key: str) -> Bound:
         if any(part in words for part in parts):
             return bound
     return WIDTH
+
+
+# --- numbers as text --------------------------------------------------------------------
+
+#: Digits in one dotted part of a version (`vllm@0.19.1`, `llamacpp@b7880`): real ones have
+#: at most 5 (llama.cpp build numbers); a part longer than this is not a version.
+VERSION_PART = 9
+
+
+def number(field: str, value: Any, *, low: float = 0.0, high: float = float(RAW_NUMBER),
+           integer: bool = False, low_open: bool = False) -> float | int:
+    """`value` (text or a number from a flag, file or environment variable) as a finite number
+    in [low, high] (`low_open`: above low), an int when `integer`; else InputError naming
+    `field`. Text longer than NUMBER_TEXT is refused before it is converted, so a
+    5,000-digit number never reaches int() or float()."""
+    import math
+
+    if isinstance(value, bool):
+        raise InputError(field, f"expected a number, got {excerpt(value)}")
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > NUMBER_TEXT:
+            raise InputError(field, f"expected a number of at most {NUMBER_TEXT} characters, "
+                             f"got {excerpt(value)}")
+        try:
+            parsed: float | int = int(text) if integer else float(text)
+        except ValueError:
+            kind = "a whole number" if integer else "a number"
+            raise InputError(field, f"expected {kind}, got {excerpt(value)}") from None
+    elif isinstance(value, int | float):
+        parsed = value
+        if isinstance(value, int) and value.bit_length() > 200:
+            raise InputError(field, f"must be at most {high:,g}, got {excerpt(value)}")
+    else:
+        raise InputError(field, f"expected a number, got {excerpt(value)}")
+    if isinstance(parsed, float) and not math.isfinite(parsed):
+        raise InputError(field, f"must be a finite number, got {excerpt(value)}")
+    if integer and isinstance(parsed, float):
+        if not parsed.is_integer():
+            raise InputError(field, f"expected a whole number, got {excerpt(value)}")
+        parsed = int(parsed)
+    if parsed < low or (low_open and parsed == low):
+        edge = "above" if low_open else "at least"
+        raise InputError(field, f"must be {edge} {low:g}, got {excerpt(value)}")
+    if parsed > high:
+        raise InputError(field, f"must be at most {high:,g}, got {excerpt(value)}")
+    return parsed
+
+
+def version_parts(field: str, text: str) -> tuple[int, ...]:
+    """A dotted version (`0.19.1`, `b7880`, `v1`) as integers, each part of at most
+    VERSION_PART digits; else InputError naming `field`."""
+    stripped = text.strip()
+    parts = stripped.lstrip("vb").split(".")
+    if not stripped or len(stripped) > NUMBER_TEXT or \
+            not all(p.isascii() and p.isdigit() for p in parts):
+        raise InputError(field, f"version {excerpt(text)} is not a dotted number such as 0.19")
+    if any(len(p) > VERSION_PART for p in parts):
+        raise InputError(field, f"version {excerpt(text)}: each part has at most "
+                         f"{VERSION_PART} digits")
+    return tuple(int(p) for p in parts)
+
+
+# --- searches ---------------------------------------------------------------------------
+
+#: Engines one request names, after repeats are dropped: every modelled engine era once.
+ENGINES = Bound(32, "engines", "the registry models about 25 engine eras; a list names each "
+                "at most once (repeats are dropped first)")
+#: Engine × device searches one request asks for: each places and times every plan of one
+#: engine on one device. 60 searches (6 engines × 10 devices) for an MoE model and eight
+#: length bins take 13 s on one core; 64 keep any request well within a minute.
+SEARCHES = Bound(64, "engine × device searches", "each search places and times every plan "
+                 "of one engine on one device; 64 keep a request well within a minute")
+
+
+#: Models one `compare` sets side by side: a table of more is not read, and each costs a load
+#: and an inventory (1,000 took 10 s).
+COMPARED = Bound(64, "models", "a side-by-side table of more is not read; each model costs a "
+                 "load and an inventory")
+
+
+def search_lists(engines: list[str], devices: list[str] | None = None) -> list[str]:
+    """`engines` with repeats dropped (order kept), when they and `devices` (ids, also
+    de-duplicated by the caller) stay within ENGINES and SEARCHES; else InputError naming the
+    bound. A 1,000-entry engine list is one search per distinct engine, not 1,000."""
+    distinct = list(dict.fromkeys(engines))
+    ENGINES.check("engine", len(distinct))
+    searches = len(distinct) * max(1, len(devices or []))
+    if searches > SEARCHES.limit:
+        raise InputError("engine", f"{len(distinct)} engines × {len(devices or [])} devices "
+                         f"are {searches:,} searches; a request is limited to "
+                         f"{SEARCHES.limit} ({SEARCHES.reason})")
+    return distinct
+
+
+# --- environment ------------------------------------------------------------------------
+
+COLUMNS = Bound(10_000, "columns", "a terminal 10,000 characters wide is a typo; tables are "
+                "readable at 80")
+
+
+def env_columns() -> int | None:
+    """$COLUMNS as a width: None when unset, empty or 0 (no width asked for); else a whole
+    number within COLUMNS, or InputError naming the variable (exit 2)."""
+    import os
+
+    text = os.environ.get("COLUMNS", "").strip()
+    if not text or text == "0":
+        return None
+    return int(number("COLUMNS", text, low=1, high=COLUMNS.limit, integer=True))

@@ -47,3 +47,10 @@ def _own_config_dir(tmp_path_factory: pytest.TempPathFactory,
     """Every test gets its own configuration directory: `calibrate` writes its profile
     there and `launch` reads it, never the user's."""
     monkeypatch.setenv("LLM_INVENTORY_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+
+
+def pytest_report_header() -> str:
+    """The fuzz seed in every report's header (a failing CI run's too): tests/fuzz."""
+    from tests.fuzz.harness import REPRODUCE
+
+    return REPRODUCE

@@ -64,15 +64,11 @@ class FolderCheckpoint:
 
 
 def _read_index(path: Path) -> tuple[dict[str, str], int | None]:
+    from llm_inventory.files import read_bounded
+
     label = str(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_INDEX_BYTES:
-            raise InputError(label, f"is {size:,} bytes; an index is limited to "
-                             f"{MAX_INDEX_BYTES:,}")
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise InputError(label, f"cannot be read: {exc.strerror or exc}") from exc
+    try:  # bounded, a regular file: a FIFO index is refused, never waited on
+        text = read_bounded(path, MAX_INDEX_BYTES).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(label, f"is not UTF-8 text (byte {exc.start})") from exc
     data: Any = loads_json(text, label)
@@ -216,21 +212,24 @@ def is_hub_cache(folder: Path) -> bool:
 
 def resolve_hub_cache(folder: Path) -> Path:
     """The snapshot folder a Hub cache folder stands for: refs/main, else its only snapshot."""
+    from llm_inventory.files import exists, inside, read_bounded, regular_inside
+
     snapshots = folder / "snapshots"
     ref = folder / "refs" / "main"
-    if ref.is_file():
-        try:
-            with ref.open("rb") as handle:  # a commit hash: never read a huge file whole
-                raw = handle.read(REF_BYTES + 1)
-        except OSError as exc:
-            raise InputError(str(ref), f"cannot be read: {exc.strerror or exc}") from exc
+    if exists(ref):
+        # A commit hash: read bounded, from a regular file inside the cache folder (a FIFO,
+        # a link loop or a link out of the cache is refused, never waited on or followed).
+        raw = read_bounded(ref, REF_BYTES, within=folder)
         revision = raw.decode("utf-8", errors="replace").strip()
-        if len(raw) > REF_BYTES or not _REVISION.match(revision):
+        if not _REVISION.match(revision):
             raise InputError(str(ref), f"does not hold a revision name, got {excerpt(revision)}")
         target = snapshots / revision
         if not target.is_dir():
             raise InputError(str(folder), f"refs/main names revision {excerpt(revision)}, "
                              "which is not in snapshots/")
+        inside(target, folder)
+        if exists(target / "config.json"):
+            regular_inside(target / "config.json", folder)
         return target
     found = sorted(p.name for p in snapshots.iterdir() if p.is_dir())
     if len(found) == 1:

@@ -8,6 +8,8 @@ INVENTORY_DEBUG (any value but empty, 0, false, no or off) asks for one.
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import re
 import sys
@@ -32,12 +34,15 @@ class ExitCode(IntEnum):
     CHECK_FAILED = 1  # a check the user asked for failed (--max-bytes, --require-fit)
     BAD_INPUT = 2  # bad input, or no arguments at all (help on stderr, as Click does)
     INTERNAL = 3  # a bug: one line, and --debug shows the traceback
+    OUTPUT_FAILED = 74  # stdout could not take the output (disk full, file too large):
+    # EX_IOERR of sysexits.h; one line on stderr, and the output is not complete
     PIPE_CLOSED = 141  # the reader of stdout went away: 128 + SIGPIPE, as a shell reports it
 
 
 EPILOG = (
     "Exit codes: 0 success; 1 a check you asked for failed (--max-bytes, --require-fit); "
-    "2 bad input; 3 internal error (a bug: rerun with --debug); 141 output pipe closed."
+    "2 bad input; 3 internal error (a bug: rerun with --debug); 74 output could not be "
+    "written (disk full, file too large); 141 output pipe closed."
 )
 
 # A run of this many characters without a space is a value, not prose: a path this long is
@@ -147,6 +152,81 @@ class _PipeClosed(Exception):
     """stdout's reader went away while a command wrote its result."""
 
 
+class _OutputFailed(Exception):
+    """stdout refused part of the output: a full disk, a file-size limit, an I/O error."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+
+
+class _WholeWrites(io.RawIOBase):
+    """File descriptor 1, where every write is written whole or fails.
+
+    Python ignores SIGXFSZ, so past a file-size limit (`ulimit -f`) a write is cut short
+    and the next one fails with EFBIG; its own buffered and unbuffered stdout lose the short
+    part silently (and exit 0). Here a short write is retried until it completes or fails,
+    and a failure (not a closed pipe) becomes _OutputFailed."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            try:
+                written = os.write(self.fd, view[done:])
+            except BrokenPipeError:
+                raise
+            except InterruptedError:
+                continue
+            except OSError as exc:
+                raise _OutputFailed(exc) from exc
+            if written == 0:
+                raise _OutputFailed(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+            done += written
+        return done
+
+
+def _checked_stdout() -> None:
+    """Point sys.stdout at descriptor 1 through _WholeWrites, when it is the real stdout
+    (a test runner's captured stream is left alone)."""
+    stream: Any = sys.stdout
+    original: Any = sys.__stdout__
+    if stream is None or stream is not original:
+        return
+    try:
+        fd = stream.fileno()
+        stream.flush()
+    except (OSError, ValueError, AttributeError):
+        return
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_WholeWrites(fd), 1 << 16), encoding=stream.encoding,
+        errors=stream.errors, line_buffering=stream.line_buffering)
+
+
+def _output_failed(exc: _OutputFailed) -> NoReturn:
+    """Say once that the output is incomplete; the interpreter's last flush then writes to
+    devnull, so it cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    _fail(f"cannot write the output: {exc}; what was written is incomplete",
+          ExitCode.OUTPUT_FAILED)
+
+
 class BoundedCommand(HelpCommand):
     """A command whose integer options are checked against `bounds.OPTIONS` once parsed."""
 
@@ -192,6 +272,7 @@ class InventoryGroup(lazy.LazyGroup):
         argv, debug = _split_debug(list(sys.argv[1:] if args is None else args))
         debug = debug or _env_flag("INVENTORY_DEBUG")
         argv, self.strict = _take_strict(argv)
+        _checked_stdout()
         try:
             result = super().main(
                 args=argv,
@@ -217,6 +298,8 @@ class InventoryGroup(lazy.LazyGroup):
             _fail(str(exc), ExitCode.CHECK_FAILED)
         except (BrokenPipeError, _PipeClosed):
             _closed_pipe()
+        except _OutputFailed as exc:
+            _output_failed(exc)
         except Exception as exc:
             # A request model (PlacementRequest …) failing validation holds what the user
             # asked for; any other failure is a bug. pydantic is imported only if a command
@@ -250,6 +333,8 @@ class InventoryGroup(lazy.LazyGroup):
             result = super().invoke(ctx)
         except BrokenPipeError as exc:  # before Typer turns it into exit status 1
             raise _PipeClosed() from exc
+        except _OutputFailed:
+            raise
         except CheckFailed:  # the result was printed: its warnings belong with it
             sys.stderr.write("".join(pending))
             raise

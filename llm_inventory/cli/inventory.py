@@ -141,6 +141,7 @@ def compare(
 
     Example: inventory compare examples/dense-70b.yaml examples/moe-8x7b.yaml
     """
+    from llm_inventory.bounds import COMPARED
     from llm_inventory.cli.files import check_report
     from llm_inventory.engine.inventory import build_inventory
     from llm_inventory.errors import InputError
@@ -160,6 +161,7 @@ def compare(
         return
     if len(models) < 2:
         raise InputError("models", "compare needs at least two models")
+    COMPARED.check("models", len(models))  # a work bound, before any model loads
     request = _request(context, prompt_tokens, batch, dtype, kv_dtype, images, image_size,
                        patch, merge, frames, temporal_patch)
     results = [build_inventory(load_model(m), request) for m in models]

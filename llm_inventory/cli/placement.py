@@ -3,6 +3,7 @@
 # No `from __future__ import annotations`: Typer reads the option annotations on every run,
 # and objects built at import cost it less than strings it must evaluate (see `cli/kv.py`).
 
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,8 +35,14 @@ def _fraction(text: str) -> float:
         raise typer.BadParameter(exc.message) from exc
 
 
+# What float() or int() would read as a number, non-finite spellings included.
+_NUMERIC = re.compile(r"[+-]?(\d[\d_]*\.?[\d_]*|\.\d[\d_]*)([eE][+-]?\d+)?"
+                      r"|[+-]?(nan|inf|infinity)", re.IGNORECASE)
+
+
 def _engine_args(items: list[str]) -> dict[str, str | int | float | bool]:
     """`--engine-arg KEY=VALUE` pairs as engine flags: true/false, numbers, else text."""
+    from llm_inventory.bounds import RAW_NUMBER, number
     from llm_inventory.errors import InputError
 
     flags: dict[str, str | int | float | bool] = {}
@@ -47,13 +54,11 @@ def _engine_args(items: list[str]) -> dict[str, str | int | float | bool]:
         value: str | int | float | bool = text.strip()
         if text.strip().lower() in ("true", "false"):
             value = text.strip().lower() == "true"
-        else:
-            for kind in (int, float):
-                try:
-                    value = kind(text)
-                    break
-                except ValueError:
-                    continue
+        elif _NUMERIC.fullmatch(text.strip()):
+            # A number, bounded before it is converted: finite, at most NUMBER_TEXT
+            # characters, within RAW_NUMBER (each engine then checks its own range).
+            integer = text.strip().lstrip("+-").isdigit()
+            value = number(f"--engine-arg {key}", text, low=-RAW_NUMBER, integer=integer)
         flags[key] = value
     return flags
 
@@ -134,12 +139,14 @@ def _mixed(model: str, devices: str, extra: list[Any], device: str | None,
 
 def engine_list(text: str) -> list[str]:
     """`--engine a,b@1.2` as engine names; InputError for an unknown engine or version."""
+    from llm_inventory.bounds import search_lists
     from llm_inventory.engine.serving import get
     from llm_inventory.errors import InputError
 
     wanted = [part.strip() for part in text.split(",") if part.strip()]
     if not wanted:
         raise InputError("engine", "name an engine (see `inventory engines`)")
+    wanted = search_lists(wanted)  # repeats dropped; at most bounds.ENGINES
     for name in wanted:
         get(name)
     return wanted

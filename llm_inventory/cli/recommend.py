@@ -44,12 +44,13 @@ def _seconds(field: str, text: str | None) -> float | None:
 def _number(field: str, text: str | None, *, allowed: str, zero: bool = False,
             below: float | None = None) -> float | None:
     """A finite number above zero (or from zero with `zero`), below `below` when given."""
+    from llm_inventory.bounds import NUMBER_TEXT
     from llm_inventory.errors import InputError
 
     if text is None:
         return None
-    try:
-        value = float(text)
+    try:  # a 5,000-digit number is refused before float() reads it
+        value = float(text) if len(text) <= NUMBER_TEXT else math.nan
     except ValueError:
         value = math.nan
     low_ok = value >= 0 if zero else value > 0
@@ -219,6 +220,7 @@ def recommend(
 
     Example: inventory recommend llama-3.1-8b -d h100 --use-case chat --qps 5
     """
+    from llm_inventory.bounds import search_lists
     from llm_inventory.engine.recommend import (
         OBJECTIVES,
         RecommendRequest,
@@ -270,10 +272,13 @@ def recommend(
     if not device:
         raise InputError("device", "give --device (see `inventory devices`); repeat it to "
                          "compare several")
-    devices = [resolve_device(d) for d in _listed(device)]
+    device_ids = list(dict.fromkeys(_listed(device)))
+    # Engines × devices within bounds.SEARCHES, before any search starts.
+    engines = search_lists(_listed(engine or ["vllm"]), device_ids)
+    devices = list({d.id: d for d in (resolve_device(i) for i in device_ids)}.values())
     spec = load_model(model)
     request = RecommendRequest(
-        model_ref=model, devices=devices, count=count, engines=_listed(engine or ["vllm"]),
+        model_ref=model, devices=devices, count=count, engines=engines,
         workload=Workload(isl=in_len, osl=out_len, histogram=bins, qps=rate,
                           concurrency=concurrency, prefix_share=share or 0.0),
         targets=targets, objective=objective,

@@ -12,12 +12,14 @@ engines it copies, so re-normalising would change what it does.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.bounds import number
 from llm_inventory.engine.trust import Trust, exact
 from llm_inventory.errors import InputError
 
@@ -128,13 +130,10 @@ class SamplerStateItem(BaseModel):
 
 
 def _number(text: str, field: str, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise InputError(field, f"{what}: expected a number, got {text!r}") from exc
-    if not math.isfinite(value):
-        raise InputError(field, f"{what}: must be finite, got {text!r}")
-    return value
+    try:  # bounded before conversion: finite, few digits (bounds.number)
+        return float(number(field, text, low=-sys.float_info.max, high=sys.float_info.max))
+    except InputError as exc:
+        raise InputError(field, f"{what}: {exc.message}") from None
 
 
 def _token_name(text: str, field: str, item: str) -> str:

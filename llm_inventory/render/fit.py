@@ -15,7 +15,6 @@ needs, between 80 and 160 columns.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from llm_inventory.bounds import env_columns
 from llm_inventory.render.plain import FALLBACK_WIDTH, WIDEST_FALLBACK
 
 
@@ -126,8 +126,11 @@ def _share_out(console: Console, table: RichTable, width: int) -> None:
     def share(level: int) -> list[int]:
         return [min(r.maximum, max(level, r.minimum)) for r in ranges]
 
-    level = max(lv for lv in range(max(maxima) + 1)
-                if sum(w for w, wrap in zip(share(lv), wraps, strict=True) if wrap) <= room)
+    # No level fits when the prose columns' minimums alone pass the room (a 10,000-character
+    # word in a cell): each then gets its minimum, and the table prints wider.
+    level = max((lv for lv in range(max(maxima, default=0) + 1)
+                 if sum(w for w, wrap in zip(share(lv), wraps, strict=True) if wrap) <= room),
+                default=0)
     for column, size, wrap in zip(columns, share(level), wraps, strict=True):
         if wrap:
             column.width = size - table._get_padding_width(column._index)
@@ -137,9 +140,9 @@ def output_width(console: Console, parts: Sequence[RenderableType]) -> int:
     """The width to print `parts` at (see the module's docstring)."""
     if console.is_terminal:
         return console.width
-    columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    columns = env_columns()  # bounded: a 5,000-digit COLUMNS is one line, exit 2
+    if columns is not None:
+        return columns
     wide = console.options.update_width(10_000)
     natural = max((Measurement.get(console, wide, part).maximum for part in parts
                    if isinstance(part, RichTable)), default=FALLBACK_WIDTH)

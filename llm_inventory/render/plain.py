@@ -30,6 +30,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from llm_inventory.bounds import env_columns
+
 FALLBACK_WIDTH = 80
 WIDEST_FALLBACK = 160
 
@@ -120,9 +122,9 @@ def render(parts: Sequence[str | PlainTable], stream: Any) -> str | None:
         if not all(_NARROW.fullmatch(text) for text in texts):
             return None
     tables = [part for part in parts if isinstance(part, PlainTable)]
-    columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) > 0:
-        width = int(columns)
+    columns = env_columns()  # bounded: a 5,000-digit COLUMNS is one line, exit 2
+    if columns is not None:
+        width = columns
     else:
         natural = max((table.width() for table in tables), default=FALLBACK_WIDTH)
         width = max(FALLBACK_WIDTH, min(natural, WIDEST_FALLBACK))

@@ -15,6 +15,7 @@ from llm_inventory.engine.capacity import CapacityPoint
 from llm_inventory.engine.placement import PlacementResult
 from llm_inventory.engine.recommend import RecommendResult
 from llm_inventory.errors import InputError
+from llm_inventory.files import atomic_target
 
 FORMATS = (".svg", ".png")
 
@@ -127,9 +128,8 @@ def _save(path: Path, draw: Any) -> None:
     figure.tight_layout()
     metadata: dict[str, Any] = {"Date": None} if path.suffix.lower() == ".svg" else {}
     try:
-        figure.savefig(path, metadata=metadata)
-    except OSError as exc:
-        raise InputError("plot", f"cannot write {path}: {exc.strerror or exc}") from exc
+        with atomic_target(path, field="plot") as temp:  # never half-written nor clobbered
+            figure.savefig(temp, metadata=metadata)
     finally:
         plt.close(figure)
 

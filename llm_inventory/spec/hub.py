@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from llm_inventory.bounds import FILE_BYTES, REF_BYTES, SAFETENSORS_HEADER_BYTES
 from llm_inventory.errors import InputError
 
 HUB_ID = re.compile(
@@ -75,19 +76,29 @@ def repo_folder(repo: str) -> Path:
 def cached_snapshot(repo: str, revision: str | None) -> Path | None:
     """The cached snapshot of `repo` at `revision` (a branch, tag or commit) holding a
     config.json, or None when the cache does not have it."""
+    from llm_inventory.files import exists, is_dir, read_bounded, regular_inside
+
     folder = repo_folder(repo)
+    if not is_dir(folder):
+        return None
     wanted = revision or "main"
     commit = wanted if COMMIT.match(wanted) else None
     if commit is None:
         ref = folder / "refs" / wanted
-        try:
-            commit = ref.read_text("utf-8").strip() if ref.is_file() else None
-        except OSError:
-            commit = None
-    if commit is None or not COMMIT.match(commit):
+        if not exists(ref):
+            return None
+        # Bounded, inside the repo's folder, a regular file: a FIFO, a link loop or a link
+        # out of the cache is refused (one line, exit 2), never followed or waited on.
+        raw = read_bounded(ref, REF_BYTES, within=folder)
+        commit = raw.decode("utf-8", errors="replace").strip()
+    if not COMMIT.match(commit):
         return None
     snapshot = folder / "snapshots" / commit
-    return snapshot if (snapshot / "config.json").is_file() else None
+    config = snapshot / "config.json"
+    if not exists(config):
+        return None
+    regular_inside(config, folder)
+    return snapshot
 
 
 def offline() -> bool:
@@ -101,12 +112,14 @@ def stored_headers(snapshot: Path) -> tuple[list[Any], list[str]] | None:
     """The tensors of the headers kept for `snapshot` and the shard names, when every one
     is kept and a shard is missing from the snapshot itself (else None: read the shards)."""
     from llm_inventory.checkpoint.safetensors import parse_header
+    from llm_inventory.files import read_bounded
 
-    kept = snapshot.parent.parent / HEADERS / snapshot.name
+    cache = snapshot.parent.parent
+    kept = cache / HEADERS / snapshot.name
     try:
-        manifest = json.loads((kept / MANIFEST).read_text("utf-8"))
+        manifest = json.loads(read_bounded(kept / MANIFEST, FILE_BYTES, within=cache))
         sizes = {str(k): int(v) for k, v in manifest["sizes"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (InputError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     if all((snapshot / name).is_file() for name in sizes):
         return None
@@ -114,10 +127,7 @@ def stored_headers(snapshot: Path) -> tuple[list[Any], list[str]] | None:
     seen: set[str] = set()
     for name, size in sorted(sizes.items()):
         path = kept / name
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise InputError(str(path), f"cannot be read: {exc.strerror or exc}") from exc
+        raw = read_bounded(path, SAFETENSORS_HEADER_BYTES + 8, within=cache)
         if len(raw) < 8 or struct.unpack("<Q", raw[:8])[0] != len(raw) - 8:
             raise InputError(str(path), "is not a whole safetensors header; delete "
                              f"{kept} to read it from the Hub again")
@@ -346,15 +356,10 @@ def download(repo: str, revision: str | None, reference: str) -> Path:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    from llm_inventory.files import atomic_write
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, data)
 
 
 def _link(target: Path, link: Path) -> None:

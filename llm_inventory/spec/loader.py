@@ -201,28 +201,32 @@ def _load_model(reference: str) -> ModelSpec:
     looks_like_path = (
         path.suffix in (".yaml", ".yml", ".json", ".gguf", ".safetensors") or "/" in reference
     )
-    if path.is_dir():
+    from llm_inventory.files import exists, is_dir, is_file, too_long
+
+    if too_long(reference):  # as the system would say, in one bounded line
+        raise InputError(reference, "cannot be read: File name too long")
+    if is_dir(path):  # these never raise: a name no file can have (too long) is not there
         return _from_folder(path)
     # A Hub id is org/name: a name without a slash (a preset) never loads the Hub client.
-    if not path.exists() and "/" in reference:
+    if not exists(path) and "/" in reference:
         from llm_inventory.spec.hub import parse_hub_id
 
         hub = parse_hub_id(reference)
         if hub is not None:
             return _from_hub_id(reference, *hub)
-    if path.is_file() or looks_like_path:
+    if is_file(path) or looks_like_path:
         if path.suffix == ".json":
             return _from_config_file(path)
-        if path.suffix == ".gguf" and path.is_file():
+        if path.suffix == ".gguf" and is_file(path):
             return _from_gguf(path)
-        if path.suffix == ".safetensors" and path.is_file():
+        if path.suffix == ".safetensors" and is_file(path):
             raise InputError(reference, f"pass the folder that holds it ({path.parent}): its "
                              "config.json gives the shapes and every shard the sizes")
         if path.suffix in (".yaml", ".yml"):
             from llm_inventory.spec.yaml_io import load_mapping
 
             return spec_from_mapping(load_mapping(path), str(path))
-        if not path.exists():
+        if not exists(path):
             raise InputError(reference, "no such file or folder")
         raise InputError(reference, "expected a .yaml model file, a config.json, or a folder")
     from llm_inventory.spec.presets import load_preset

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -91,29 +90,15 @@ def reading(function: Callable[..., T]) -> Callable[..., T]:
 
 
 def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
-    """The file's text, refusing missing files, folders, huge files and non-UTF-8 bytes."""
+    """The file's text, refusing missing files, folders, huge files and non-UTF-8 bytes.
+
+    Read through files.read_bounded, the one safe open: opened without blocking, so a FIFO
+    nobody writes to reads as empty instead of hanging (process substitution, <(…), still
+    works), and never more than `limit` bytes, whatever the file claims."""
+    from llm_inventory.files import read_bounded
+
     label = str(path)
-    try:
-        if not path.exists():
-            raise InputError(label, "no such file")
-        if path.is_dir():
-            raise InputError(label, "is a folder, expected a file")
-        size = path.stat().st_size
-        if size > limit:
-            raise InputError(label, f"is {size:,} bytes; input files are limited to {limit:,}")
-        # Opened without blocking, so a FIFO nobody writes to reads as empty instead of
-        # hanging; reads then block as usual (process substitution, <(…), still works).
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(limit + 1)
-        if len(data) > limit:  # a device or pipe has no size to check first
-            raise InputError(label, f"holds more than {limit:,} bytes; input files are "
-                             "limited to that")
-    except OSError as exc:
-        raise InputError(label, f"cannot be read: {exc.strerror or exc}") from exc
-    except ValueError as exc:  # a NUL byte in the path
-        raise InputError(label, f"is not a usable path: {exc}") from exc
+    data = read_bounded(path, limit, regular=False)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -175,6 +160,8 @@ def parse_yaml(text: str, label: str) -> Any:
                 yaml.load(text, _WordyLoader)  # noqa: S506 - a SafeLoader subclass
             except yaml.MarkedYAMLError as wordy:
                 error = wordy
+            except RecursionError:  # the pure-Python parser recurses on deep nesting
+                raise InputError(label, "nests too deeply to read") from exc
         mark = error.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise InputError(label, f"malformed YAML at {where}{error.problem}") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,8 @@ from tests.conftest import Invoke
 
 def test_the_codes_are_the_documented_ones() -> None:
     assert {c.name: int(c) for c in ExitCode} == {
-        "OK": 0, "CHECK_FAILED": 1, "BAD_INPUT": 2, "INTERNAL": 3, "PIPE_CLOSED": 141}
+        "OK": 0, "CHECK_FAILED": 1, "BAD_INPUT": 2, "INTERNAL": 3, "OUTPUT_FAILED": 74,
+        "PIPE_CLOSED": 141}
     for code in ExitCode:
         assert str(int(code)) in EPILOG
 
@@ -148,3 +150,39 @@ def test_a_reader_that_stops_early_still_gets_a_quiet_exit() -> None:
                           "echo ${PIPESTATUS[0]} >&2", shell=True, executable="/bin/bash",
                           capture_output=True, text=True, env=ENV, timeout=60)
     assert done.stderr.strip() in ("0", "141")
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_74_a_full_stdout_is_one_line(unbuffered: str) -> None:
+    """`> /dev/full`: one line on stderr and 74, not 120 or a traceback."""
+    assert INVENTORY
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([INVENTORY, "models", "-f", "json"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60,
+                              env={**ENV, "PYTHONUNBUFFERED": unbuffered})
+    assert done.returncode == ExitCode.OUTPUT_FAILED
+    assert done.stderr == ("inventory: error: cannot write the output: No space left on "
+                           "device; what was written is incomplete\n")
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_74_output_cut_by_a_file_size_limit_is_never_silent(unbuffered: str,
+                                                            tmp_path: Path) -> None:
+    """Python ignores SIGXFSZ: past `ulimit -f` a write comes back short, then EFBIG. The
+    output cut at 4,096 bytes must not exit 0."""
+    import resource
+
+    assert INVENTORY
+    target = tmp_path / "models.json"
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    with target.open("w") as out:
+        done = subprocess.run([INVENTORY, "models", "-f", "json"], stdout=out,
+                              stderr=subprocess.PIPE, text=True, timeout=60,
+                              env={**ENV, "PYTHONUNBUFFERED": unbuffered}, preexec_fn=limit)
+    assert target.stat().st_size <= 4096
+    assert done.returncode == ExitCode.OUTPUT_FAILED, done.stderr
+    assert done.stderr == ("inventory: error: cannot write the output: File too large; "
+                           "what was written is incomplete\n")

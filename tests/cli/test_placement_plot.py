@@ -112,3 +112,23 @@ def test_capacity_axes_start_at_zero_and_the_legend_sits_below() -> None:
         assert legend.y1 <= ax.get_window_extent().y0  # under the plot, over no curve
     finally:
         plt.close(figure)
+
+
+def test_plot_failing_mid_write_keeps_the_old_file(invoke: Invoke, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk filling part-way through the chart leaves neither a half-written nor a
+    clobbered file: the old chart stays, and no temporary is left beside it."""
+    from matplotlib.figure import Figure
+
+    def fail_midway(self: Figure, fname: object, **kwargs: object) -> None:
+        Path(str(fname)).write_text("<svg half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", fail_midway)
+    target = tmp_path / "chart.svg"
+    target.write_text("old chart")
+    run = invoke(*ARGS, "--plot", str(target))
+    assert run.code == 2, run.stderr
+    assert "No space left on device" in run.stderr
+    assert target.read_text() == "old chart"
+    assert [p.name for p in tmp_path.iterdir()] == ["chart.svg"]

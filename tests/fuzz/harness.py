@@ -11,8 +11,10 @@ The invariants (issue: hostile and absurd inputs):
 Most cases run in process through Typer's CliRunner, for speed; `run_limited` runs a
 sample as a real subprocess under resource limits.
 
-The example counts are fixed and the draws derandomized, so CI sees the same cases every
-run; INVENTORY_FUZZ_EXAMPLES scales every fuzz test up for a long local run.
+The example counts are fixed and small (the fuzz tests take seconds); the draws come from
+SEED, which changes from day to day (the UTC date) so CI meets new cases on each day's runs,
+and is printed with any failure: INVENTORY_FUZZ_SEED=N reruns exactly those cases.
+INVENTORY_FUZZ_EXAMPLES scales every fuzz test up for a long local run.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, seed, settings
 from typer.testing import CliRunner
 
 from llm_inventory.bounds import ERROR_LINE
@@ -49,6 +51,19 @@ LIMIT_ADDRESS_BYTES = 2 * 2**30
 _DEFAULT_FACTOR = 1.0
 
 
+def _seed() -> int:
+    """INVENTORY_FUZZ_SEED when set (to reproduce a failure), else today's UTC date as
+    YYYYMMDD: a new seed each day, the same within one day's runs."""
+    given = os.environ.get("INVENTORY_FUZZ_SEED", "").strip()
+    if given:
+        return int(given)
+    return int(time.strftime("%Y%m%d", time.gmtime()))
+
+
+SEED = _seed()
+REPRODUCE = f"fuzz seed {SEED}: rerun with INVENTORY_FUZZ_SEED={SEED}"
+
+
 def examples(count: int) -> int:
     """`count` examples in CI; INVENTORY_FUZZ_EXAMPLES=N asks for about N per fuzz test."""
     wanted = os.environ.get("INVENTORY_FUZZ_EXAMPLES")
@@ -56,16 +71,21 @@ def examples(count: int) -> int:
 
 
 def fuzz(count: int) -> Any:
-    """The fixed hypothesis profile of every fuzz test: `count` derandomized examples."""
-    return settings(
+    """The hypothesis profile of every fuzz test: `count` examples drawn from SEED."""
+    profile = settings(
         max_examples=examples(count),
-        derandomize=True,
+        derandomize=False,
         deadline=None,
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                HealthCheck.filter_too_much,
                                HealthCheck.function_scoped_fixture],
     )
+
+    def apply(test: Any) -> Any:
+        return seed(SEED)(profile(test))
+
+    return apply
 
 
 @dataclass
@@ -101,15 +121,18 @@ def run(args: Sequence[str]) -> Outcome:
     """`inventory ARGS…` in process, within RUN_SECONDS; checked by `check`."""
     argv = [str(a) for a in args]
     start = time.perf_counter()
-    with _time_limit(RUN_SECONDS):
-        result = _RUNNER.invoke(app, argv, catch_exceptions=False)
+    try:
+        with _time_limit(RUN_SECONDS):
+            result = _RUNNER.invoke(app, argv, catch_exceptions=False)
+    except RunTimeout as exc:
+        raise AssertionError(f"{REPRODUCE}\n{_show(argv)}: {exc}") from exc
     outcome = Outcome(argv, result.exit_code, result.stdout, result.stderr)
     _log(outcome, time.perf_counter() - start)
     check(outcome)
     # The process's peak resident size only grows: the first run to push it past the limit
     # is the one that fails.
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-    assert peak <= LIMIT_ADDRESS_BYTES, f"{_show(argv)}: peak memory {peak:,} B"
+    assert peak <= LIMIT_ADDRESS_BYTES, f"{REPRODUCE}\n{_show(argv)}: peak memory {peak:,} B"
     return outcome
 
 
@@ -142,7 +165,8 @@ def run_limited(args: Sequence[str]) -> Outcome:
     )
     _log(Outcome(argv, done.returncode, "", done.stderr), 0.0)
     if done.returncode < 0:
-        raise AssertionError(f"killed by signal {-done.returncode} (a resource limit?): "
+        raise AssertionError(f"{REPRODUCE}\nkilled by signal {-done.returncode} (a resource "
+                             "limit?): "
                              f"{_show(argv)}\n{done.stderr[-2000:]}")
     outcome = Outcome(argv, done.returncode, done.stdout, done.stderr)
     check(outcome)
@@ -178,7 +202,7 @@ def _reject_constant(name: str) -> Any:
 def check(outcome: Outcome) -> None:
     """Assert the invariants every run keeps (module docstring)."""
     shown = _show(outcome.args)
-    where = f"{shown}\nexit {outcome.code}\nstderr: {outcome.stderr[-1500:]}"
+    where = f"{REPRODUCE}\n{shown}\nexit {outcome.code}\nstderr: {outcome.stderr[-1500:]}"
     assert outcome.code in (0, 1, 2), where
     assert "Traceback" not in outcome.stderr, where
     assert "inventory: error: unexpected " not in outcome.stderr, where  # exit 3's line

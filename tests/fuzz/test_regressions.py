@@ -131,7 +131,7 @@ def test_a_1_mb_refs_main(tmp_path: Path) -> None:
     (snapshot / "config.json").write_text(json.dumps(LLAMA))
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("x" * 1_000_000)
-    line = refused(run(["inventory", repo]), "refs/main", "does not hold a revision name")
+    line = refused(run(["inventory", repo]), "refs/main", "the limit is 1,024")
     assert len(line) < 400
 
 

@@ -30,7 +30,25 @@ documents = st.recursive(
 @settings(max_examples=500, deadline=None)
 @given(documents)
 def test_json_text_is_the_standard_librarys(document: Any) -> None:
-    assert json_text(document) == json.dumps(document, indent=2)
+    """Byte for byte the standard library's, NaN and infinities written as null (valid
+    JSON always: strict parsers refuse the library's NaN and Infinity)."""
+    assert json_text(document) == json.dumps(_finite(document), indent=2)
+    json.loads(json_text(document), parse_constant=_refuse)
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every NaN and infinity replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _refuse(word: str) -> Any:
+    raise AssertionError(f"{word} in JSON output")
 
 
 class Colour(StrEnum):
@@ -49,4 +67,4 @@ def test_subclasses_keys_and_specials_match_too() -> None:
         {"nested": {"empty": {}, "none": [], "text": "naïve ≤ “quoted” \\ \n"}},
         [], {}, "plain", 7,
     ]:
-        assert json_text(document) == json.dumps(document, indent=2)
+        assert json_text(document) == json.dumps(_finite(document), indent=2)

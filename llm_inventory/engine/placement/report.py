@@ -284,7 +284,10 @@ class Reporter:
         shape = sized.shape
         prefill_flops, _ = self._phase("prefill", prompt)
         decode_flops, _ = self._phase("decode", batch)
-        experts = facts.expert_bytes(shape.tp, shape.ep)
+        # Expert bytes the device holds: an engine that keeps experts (or whole layers) in
+        # host memory (llama.cpp's -ngl, --n-cpu-moe) reads none of those from the device,
+        # so the untouched share is taken off what it holds, never below zero.
+        experts = min(facts.expert_bytes(shape.tp, shape.ep), float(weights))
         # pp micro-batches of batch ÷ pp sequences cross the stages, each stage reading its
         # weights once per micro-batch (so the rank's whole weights per round, the experts
         # a micro-batch touches) and the state of the sequences it holds: batch ÷ pp, split

@@ -79,11 +79,18 @@ def release(text: str) -> str:
 
 
 def _version(text: str, field: str) -> tuple[int, ...]:
-    parts = release(text).split(".")
-    if not text.strip() or not all(p.isdigit() for p in parts):
-        raise InputError(field, f"version {text!r} is not a dotted number such as 0.19 "
-                                "(a tag may follow: 0.5.10.post1, 1.3.0rc1)")
-    return tuple(int(p) for p in parts)
+    from llm_inventory.bounds import NUMBER_TEXT, version_parts
+    from llm_inventory.errors import excerpt
+
+    if len(text) > NUMBER_TEXT:  # bounded before any other reading
+        return version_parts(field, text)
+    try:
+        return version_parts(field, release(text))
+    except InputError as exc:
+        if "not a dotted number" not in exc.message:
+            raise
+        raise InputError(field, f"version {excerpt(text)} is not a dotted number such as 0.19 "
+                                "(a tag may follow: 0.5.10.post1, 1.3.0rc1)") from exc
 
 
 def names() -> list[str]:

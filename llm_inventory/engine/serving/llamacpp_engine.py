@@ -36,6 +36,7 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from llm_inventory.bounds import SIZE, number
 from llm_inventory.engine.kinds.base import StateLayer
 from llm_inventory.engine.serving import llamacpp_rules as kv
 from llm_inventory.engine.serving.base import (
@@ -211,7 +212,7 @@ class LlamaCpp(ServingEngine):
         if "kv_unified" not in asked.flags and ("parallel" in asked.flags
                                                 or asked.max_num_seqs is not None):
             # llama-server unifies the cache only when it picks the slot count itself
-            flags["kv_unified"] = int(flags["parallel"]) == 1
+            flags["kv_unified"] = _integer(flags["parallel"], "parallel") == 1
         if asked.max_num_batched_tokens is not None:
             flags["batch_size"] = asked.max_num_batched_tokens
         for key in ("cache_type_k", "cache_type_v"):
@@ -569,15 +570,17 @@ def _output_bytes(layout: WeightLayout) -> int:
 def _integer(value: FlagValue, field: str) -> int:
     if isinstance(value, bool):
         raise InputError(field, f"{value!r} is not a whole number")
-    if isinstance(value, int):
-        return value
     text = str(value).strip().lower()
     if field == "n_gpu_layers" and text in ("all", "auto", "-1", "999"):
         return ALL
-    try:
-        return int(text)
-    except ValueError:
-        raise InputError(field, f"{value!r} is not a whole number") from None
+    # Bounded (bounds.number): finite, few digits, and at least what llama.cpp can use (it
+    # stores batch sizes and slots unsigned: a 0 or -1 there is no batch at all).
+    return int(number(field, value, low=_LOWEST.get(field, 0), high=SIZE.limit,
+                      integer=True))
+
+
+#: The least value llama.cpp can use, per flag (0 elsewhere: a count, or 0 for "default").
+_LOWEST = {"batch_size": 1, "ubatch_size": 1, "parallel": 1}
 
 
 def _shares_checked(text: str) -> None:

@@ -44,6 +44,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from llm_inventory.bounds import RAW_NUMBER, number
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     FlagValue,
@@ -321,11 +322,11 @@ _KV_DTYPES = {"auto": None, "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16",
 
 
 def _number(option: str, text: str, kind: type) -> FlagValue:
-    try:
-        value: FlagValue = int(text) if kind is int else float(text)
-    except ValueError:
-        noun = "a whole number" if kind is int else "a number"
-        raise InputError("launch", f"{option} takes {noun}, got {text!r}") from None
+    noun = "a whole number" if kind is int else "a number"
+    try:  # bounded before conversion: finite, few digits (bounds.number)
+        value: FlagValue = number(option, text, low=-RAW_NUMBER, integer=kind is int)
+    except InputError as exc:
+        raise InputError("launch", f"{option} takes {noun}: {exc.message}") from None
     if kind is int and int(value) < (-1 if option == "--chunked-prefill-size" else 1):
         raise InputError("launch", f"{option} must be at least 1, got {text}")
     if option in ("--mem-fraction-static",) and not 0 < float(value) <= 1:
@@ -499,6 +500,8 @@ class SglangEngine(ServingEngine):
                     isinstance(value, bool) or not isinstance(value, int | float)):
                 noun = {int: "a whole number", float: "a number"}.get(kind, "true or false")
                 raise InputError("engine_flags", f"{name} takes {noun}, got {value!r}")
+            if kind is not bool:  # the ranges a launch line's option is held to (_number)
+                _number("--" + name.replace("_", "-"), str(value), kind)
         gpu = self.gpu_mem_mib(device)
         chunk, _ = tier_defaults(self.tier_rule, gpu, 1)
         chunk = int(flags.get("chunked_prefill_size") or asked.max_num_batched_tokens or chunk)
@@ -506,13 +509,18 @@ class SglangEngine(ServingEngine):
         page = int(flags.get("page_size") or asked.block_size or 1)
         running = flags.get("max_running_requests", asked.max_num_seqs)
         context = int(flags.get("context_length") or asked.context)
+        prefill_budget = int(flags.get("max_prefill_tokens", 16384))
+        # chunked_prefill_size -1 turns chunking off: a prefill batch then holds up to
+        # max_prefill_tokens, and one prompt of any length is admitted alone (PrefillAdder,
+        # srt/managers/schedule_policy.py); the step's token budget is never negative.
+        step_tokens = chunk if chunk > 0 else max(prefill_budget, context)
         base = SglangSettings(
-            max_model_len=context, max_num_batched_tokens=chunk,
+            max_model_len=context, max_num_batched_tokens=step_tokens,
             max_num_seqs=int(running) if running else 2048, block_size=page,
             memory_fraction=0.88, kv_dtype=asked.kv_dtype, flags=flags,
             total_bytes=device.memory_bytes, gpu_mem_mib=gpu, fabric=switched_fabric(device),
             fraction_asked=fraction is not None, chunked_prefill_size=chunk, page_size=page,
-            max_prefill_tokens=int(flags.get("max_prefill_tokens", 16384)),
+            max_prefill_tokens=prefill_budget,
             max_total_tokens=_opt_int(flags.get("max_total_tokens")),
             max_running_requests=int(running) if running is not None else None,
             cuda_graph_max_bs=_opt_int(flags.get("cuda_graph_max_bs")),
@@ -528,7 +536,9 @@ class SglangEngine(ServingEngine):
         """mem_fraction_static for a TP × PP split: the asked one, or the era's default."""
         if settings.fraction_asked:
             return settings.memory_fraction
-        return self.default_fraction(settings, tp, pp, mla)
+        # A reserve larger than the GPU (a huge chunked_prefill_size) makes the era's
+        # formula negative: nothing is left for the pool, never less than nothing.
+        return max(0.0, self.default_fraction(settings, tp, pp, mla))
 
     def default_fraction(self, settings: SglangSettings, tp: int, pp: int,
                          mla: bool = False) -> float:

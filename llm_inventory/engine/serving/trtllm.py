@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from llm_inventory.bounds import SIZE, number
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     FlagValue,
@@ -209,14 +210,19 @@ class TensorRtLlm(ServingEngine):
         if backend not in BACKENDS:
             raise InputError("backend", f"{flags['backend']!r}: use pytorch or tensorrt")
         flags["backend"] = backend
-        batch = asked.max_num_seqs or _int(flags.get("max_batch_size", 2048), "max_batch_size")
+        # Counts the engine divides by: at least 1 (TensorRT-LLM asserts the same).
+        batch = asked.max_num_seqs or _int(flags.get("max_batch_size", 2048), "max_batch_size",
+                                           low=1)
         tokens = asked.max_num_batched_tokens or _int(flags.get("max_num_tokens", 8192),
-                                                      "max_num_tokens")
-        block = asked.block_size or _int(flags.get("tokens_per_block", 32), "tokens_per_block")
+                                                      "max_num_tokens", low=1)
+        block = asked.block_size or _int(flags.get("tokens_per_block", 32), "tokens_per_block",
+                                         low=1)
         fraction = asked.memory_fraction
         field = "gpu_memory_utilization"
         if fraction is None:
-            fraction, field = float(flags.get("free_gpu_memory_fraction", 0.9)), "engine_flags"
+            field = "engine_flags"
+            fraction = float(number("free_gpu_memory_fraction",
+                                    flags.get("free_gpu_memory_fraction", 0.9), low=0, high=1))
         if not 0 < fraction < 1:
             raise InputError(field, f"free_gpu_memory_fraction {fraction} must be above 0 and "
                              "below 1 (TensorRT-LLM checks freeMemFraction < 1)")
@@ -395,16 +401,9 @@ class TensorRtLlm(ServingEngine):
         return lines
 
 
-def _int(value: FlagValue, field: str) -> int:
-    if isinstance(value, bool):
-        raise InputError(field, f"{value!r} is not a whole number")
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise InputError(field, f"{value!r} is not a whole number") from None
-    if number < 0:
-        raise InputError(field, f"{number} cannot be negative")
-    return number
+def _int(value: FlagValue, field: str, low: int = 0) -> int:
+    """A whole-number flag, bounded (bounds.number): finite, few digits, at least `low`."""
+    return int(number(field, value, low=low, high=SIZE.limit, integer=True))
 
 
 # --- the command line -----------------------------------------------------------------------

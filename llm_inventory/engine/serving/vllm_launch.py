@@ -20,6 +20,7 @@ listed as ignored, never refused.
 
 from __future__ import annotations
 
+from llm_inventory.bounds import SIZE, number
 from llm_inventory.engine.serving.base import FlagValue, LaunchCommand
 from llm_inventory.errors import InputError
 from llm_inventory.units import normalize_dtype, parse_fraction, parse_tokens
@@ -49,13 +50,8 @@ _DTYPES = {"auto": None, "half": "fp16", "float16": "fp16", "bfloat16": "bf16",
 
 
 def _int(flag: str, text: str, low: int = 1) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise InputError(flag, f"expected a whole number, got {text!r}") from exc
-    if value < low:
-        raise InputError(flag, f"must be at least {low}, got {value}")
-    return value
+    """A whole-number flag, bounded (bounds.number): finite, few digits, at least `low`."""
+    return int(number(flag, text, low=low, high=SIZE.limit, integer=True))
 
 
 def _kv_dtype(text: str) -> str | None:
