@@ -173,7 +173,8 @@ def test_rates_are_positive_and_consistent(device: Device) -> None:
 def test_devices_without_fp8() -> None:
     # Ampere has no FP8 tensor cores; the TPU documentation lists bf16 and Int8 only.
     no_fp8 = {d.id for d in CATALOG if d.fp8_flops is None}
-    assert no_fp8 == {"a100-40gb", "a100-80gb", "a10g", "tpu-v5e", "tpu-v5p", "tpu-v6e"}
+    assert no_fp8 == {"a100-40gb", "a100-80gb", "a10g", "rtx-a6000", "rtx-3090",
+                      "tpu-v5e", "tpu-v5p", "tpu-v6e"}
 
 
 def test_published_peaks() -> None:
