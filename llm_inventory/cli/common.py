@@ -50,6 +50,9 @@ FormatOption = Annotated[
         help="table for people; json or yaml for scripts (exact integers, stable keys).",
     ),
 ]
+TpOption = Annotated[int | None, typer.Option(min=1, help="Pin tensor parallelism.")]
+PpOption = Annotated[int | None, typer.Option(min=1, help="Pin pipeline parallelism.")]
+EpOption = Annotated[int | None, typer.Option(min=1, help="Pin expert parallelism.")]
 ReportOption = Annotated[
     Path | None,
     typer.Option(

@@ -12,11 +12,14 @@ import typer
 from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     DtypeOption,
+    EpOption,
     FormatOption,
     KvDtypeOption,
     NoLocalCalibrationOption,
+    PpOption,
     ProfileOption,
     ReportOption,
+    TpOption,
     UnitsOption,
     bytes_parser,
     tokens_parser,
@@ -179,9 +182,9 @@ def placement(
         "budget, SGLang and TensorRT-LLM shrink the pool).")] = None,
     free: Annotated[str | None, typer.Option(
         metavar="SIZES", help="Or the memory each device has free: 50GiB,60GiB.")] = None,
-    tp: Annotated[int | None, typer.Option(min=1, help="Pin tensor parallelism.")] = None,
-    pp: Annotated[int | None, typer.Option(min=1, help="Pin pipeline parallelism.")] = None,
-    ep: Annotated[int | None, typer.Option(min=1, help="Pin expert parallelism.")] = None,
+    tp: TpOption = None,
+    pp: PpOption = None,
+    ep: EpOption = None,
     context: Annotated[int | None, typer.Option(
         "--context", "--max-model-len", parser=tokens_parser("context"), metavar="TOKENS",
         help="Positions per sequence: 8000, 8k, 32K … (default 8,000, or the model's "

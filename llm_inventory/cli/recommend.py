@@ -12,11 +12,14 @@ import typer
 from llm_inventory.cli import complete
 from llm_inventory.cli.common import (
     DtypeOption,
+    EpOption,
     FormatOption,
     KvDtypeOption,
     NoLocalCalibrationOption,
+    PpOption,
     ProfileOption,
     ReportOption,
+    TpOption,
     tokens_parser,
 )
 from llm_inventory.render.output import OutputFormat
@@ -191,9 +194,9 @@ def recommend(
     ] = None,
     dtype: DtypeOption = None,
     kv_dtype: KvDtypeOption = None,
-    tp: Annotated[int | None, typer.Option(min=1, help="Pin tensor parallelism.")] = None,
-    pp: Annotated[int | None, typer.Option(min=1, help="Pin pipeline parallelism.")] = None,
-    ep: Annotated[int | None, typer.Option(min=1, help="Pin expert parallelism.")] = None,
+    tp: TpOption = None,
+    pp: PpOption = None,
+    ep: EpOption = None,
     context: Annotated[int | None, typer.Option(
         "--context", "--max-model-len", parser=tokens_parser("context"), metavar="TOKENS",
         help="The context the engine is launched with (default: the longest ISL + OSL of "
