@@ -26,6 +26,10 @@ from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import MIB
 
+#: Shared devices a model is tried on before an empty one: each try is two bisections of
+#: placements, and first fit finds room among the fullest few.
+SHARED_TRIES = 8
+
 #: What one more process holds on a device outside any engine's budget: its CUDA context
 #: and library workspaces (an estimate; llama.cpp's accounting takes the same 300 MiB).
 PROCESS_CONTEXT = 300 * MIB
@@ -171,8 +175,11 @@ def pack(tenants: list[tuple[ModelSpec, Tenant]], device: Device, count: int,
             plan=plan))
     for _, spec, tenant, plan in sorted(sharing, key=lambda e: -_footprint(e[3])):
         placed = False
-        # devices already holding instances, then the first empty one (empty ones are alike)
-        shared = [i for i in range(next_free, count) if held[i]]
+        # devices already holding instances, the SHARED_TRIES fullest first (first fit packs
+        # them tightest; the bound keeps a large node's search short), then the first empty
+        # one (empty ones are alike)
+        shared = sorted((i for i in range(next_free, count) if held[i]),
+                        key=lambda i: -held[i])[:SHARED_TRIES]
         empty = next((i for i in range(next_free, count) if not held[i]), None)
         for index in shared + ([empty] if empty is not None else []):
             found = smallest_fraction(spec, device, engine, tenant, held[index])

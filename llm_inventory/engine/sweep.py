@@ -1,5 +1,6 @@
 """The operating envelope: placement at every point of a grid of contexts, concurrencies,
-KV dtypes, weight dtypes and engines, one cell per point.
+KV dtypes, weight dtypes and engines, one cell per point (at most MAX_CELLS cells and
+bounds.SEARCHES searches).
 
 A cell is exactly the placement run at its point (its best plan, in placement's order): the
 search runs once per engine, weight dtype, KV dtype and context, and every concurrency is
@@ -121,6 +122,13 @@ def sweep(spec: ModelSpec, base: PlacementRequest, *, contexts: list[int],
     if cells_asked > MAX_CELLS:
         raise InputError("context", f"{cells_asked:,} cells asked; a sweep holds at most "
                          f"{MAX_CELLS:,} (narrow a list)")
+    from llm_inventory.bounds import SEARCHES
+
+    searches = len(contexts) * len(kv_dtypes) * len(dtypes) * len(engines)
+    if searches > SEARCHES.limit:
+        raise InputError("context", f"{searches:,} searches asked (contexts × KV dtypes × "
+                         f"dtypes × engines; every concurrency shares one); a request is "
+                         f"limited to {SEARCHES.limit} ({SEARCHES.reason})")
     rate = cheapest_rate(prices, base.device.id)
     by_point: dict[tuple[int, int, int, int, int], SweepCell] = {}
     for e, engine in enumerate(engines):

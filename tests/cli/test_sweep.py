@@ -132,6 +132,8 @@ def test_the_grid_reads_at_80_columns() -> None:
     (["--context", ",".join(f"{n}K" for n in range(1, 65)), "--concurrency",
       ",".join(str(n) for n in range(1, 65)), "--kv-dtype", "bf16,fp8"],
      f"a sweep holds at most {MAX_CELLS:,}"),
+    (["--context", ",".join(f"{n}K" for n in range(1, 34)), "--kv-dtype", "bf16,fp8"],
+     "66 searches asked"),
 ])
 def test_bad_lists_are_one_line(invoke: Invoke, args: list[str], message: str) -> None:
     run = invoke("sweep", "llama-3.1-8b", "-d", "h100", *args)
