@@ -214,8 +214,7 @@ def _compare_engines(models: list[str], engine: str, device: str | None, count: 
                      units: Units, no_local_calibration: bool = False) -> None:
     """`compare MODEL --engine a,b --device D`: the model's best plan on each engine."""
     from llm_inventory.cli.placement import engine_list
-    from llm_inventory.cli.profile_store import local_calibration
-    from llm_inventory.engine.calibrate import calibrated_trust
+    from llm_inventory.cli.profile_store import local_calibration, profile_trust
     from llm_inventory.engine.placement import PlacementRequest, plan_placement
     from llm_inventory.errors import InputError
     from llm_inventory.render.output import emit
@@ -237,7 +236,7 @@ def _compare_engines(models: list[str], engine: str, device: str | None, count: 
             result = plan_placement(spec, request.model_copy(update={"engine": name}))
         if found:
             result = result.model_copy(update={"trust": {
-                **result.trust, "reserve": calibrated_trust(found)}})
+                **result.trust, "reserve": profile_trust(found)}})
         results.append(result)
 
     def table() -> list[Any]:

@@ -263,8 +263,7 @@ def placement(
     """
     import os
 
-    from llm_inventory.cli.profile_store import local_calibration
-    from llm_inventory.engine.calibrate import calibrated_trust
+    from llm_inventory.cli.profile_store import local_calibration, profile_trust
     from llm_inventory.engine.placement import ORDERS, PlacementRequest, plan_placement
     from llm_inventory.errors import CheckFailed, InputError
     from llm_inventory.render.output import emit
@@ -315,7 +314,7 @@ def placement(
             found = plan_placement(spec, request.model_copy(update={"engine": name}))
         if entries:
             found = found.model_copy(update={"trust": {
-                **found.trust, "reserve": calibrated_trust(entries)}})
+                **found.trust, "reserve": profile_trust(entries)}})
         results.append(found)
     if any(r.fitting == 0 for r in results):
         from llm_inventory.engine.would_fit import would_fit

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from llm_inventory.errors import InputError
 if TYPE_CHECKING:
     from llm_inventory.engine.calibrate import Profile, ProfileEntry
     from llm_inventory.engine.serving import ServingEngine
+    from llm_inventory.engine.trust import Trust
     from llm_inventory.spec.devices import Device
 
 PROFILE_BYTES = 4 * 2**20  # a profile holds a few entries per log; megabytes means not one
@@ -75,19 +75,13 @@ def save_profile(path: Path, profile: object) -> None:
 
     assert isinstance(profile, BaseModel)
     text = json.dumps(profile.model_dump(mode="json"), indent=2) + "\n"
+    from llm_inventory.files import atomic_write
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                        suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
     except OSError as exc:
         raise InputError("profile", f"cannot write {path}: {exc.strerror or exc}") from None
+    atomic_write(path, text, field="profile")
 
 
 def gpu_keys(device: Device) -> tuple[str, ...]:
@@ -100,7 +94,10 @@ def local_entries(path: Path | None, engine: ServingEngine, device: Device, mode
                   tp: int | None = None) -> list[ProfileEntry]:
     """The profile's entries for this engine release, device and model (and TP width, when
     given; placement takes every width's, each applied only at its own)."""
-    profile = load_profile(profile_path(path))
+    found = profile_path(path)
+    if not found.exists():  # no profile: nothing to load (nor its models to import)
+        return []
+    profile = load_profile(found)
     return profile.matching(engine.name, engine.version, gpu_keys(device), model, tp)
 
 
@@ -109,13 +106,21 @@ def local_calibration(path: Path | None, off: bool, engine_spec: str, device: De
                       model: str) -> Iterator[list[ProfileEntry]]:
     """While the block runs, engine `engine_spec` answers with the profile's entries for
     this device and model applied (none when `off`); yields the entries used."""
-    from llm_inventory.engine.calibrate import applied
     from llm_inventory.engine.serving import get
 
-    if off:
+    entries = [] if off else local_entries(path, get(engine_spec), device, model)
+    if not entries:
         yield []
         return
-    engine = get(engine_spec)
-    entries = local_entries(path, engine, device, model)
-    with applied(engine, entries):
+    from llm_inventory.engine.calibrate import applied
+
+    with applied(get(engine_spec), entries):
         yield entries
+
+
+def profile_trust(entries: list[ProfileEntry]) -> Trust:
+    """The reserve's label when local entries moved it (`engine.calibrate` imported only
+    then: a run with no profile never loads it)."""
+    from llm_inventory.engine.calibrate import calibrated_trust
+
+    return calibrated_trust(entries)

@@ -69,8 +69,7 @@ def _with_local_calibration(spec: Any, request: Any, profile: Path | None,
     with several devices it is not applied, and a warning says so)."""
     from contextlib import ExitStack
 
-    from llm_inventory.cli.profile_store import local_calibration
-    from llm_inventory.engine.calibrate import calibrated_trust
+    from llm_inventory.cli.profile_store import local_calibration, profile_trust
     from llm_inventory.engine.recommend import recommend as run
     from llm_inventory.render.output import warn
 
@@ -86,7 +85,7 @@ def _with_local_calibration(spec: Any, request: Any, profile: Path | None,
         result = run(spec, request)
     if used:
         result = result.model_copy(update={"trust": {
-            **result.trust, "reserve": calibrated_trust(used)}})
+            **result.trust, "reserve": profile_trust(used)}})
     return result
 
 
