@@ -155,7 +155,16 @@ BY_CLASS: dict[str, dict[str, str]] = {
     "whisper": {"num_hidden_layers": "WhisperConfig sets it to encoder_layers itself"},
     # transformers' utils/check_config_attributes.py lists it as unused by the modelling code
     "llama4_vision_model": {"multi_modal_projector_bias": "Llama4MultiModalProjector has no "
-                            "bias, whatever the config says"},
+                            "bias, whatever the config says",
+                            "vision_feature_layer": "which hidden state the projector reads "
+                            "(get_image_features): a choice, no tensor",
+                            "vision_feature_select_strategy": "which patches are kept: a "
+                            "choice, no tensor"},
+    # Llama4TextAttention's qk norm is Llama4TextL2Norm, which holds only its epsilon
+    "llama4_text": {"use_qk_norm": "Llama4TextL2Norm has no weight: q and k are normalised "
+                    "at run time"},
+    "llava": {"vocab_size": "a legacy top-level copy; the language model's embedding and "
+              "head take text_config.vocab_size, which the builder reads"},
     "qwen3_moe": {
         "shared_expert_intermediate_size": "Qwen3MoeConfig has no shared expert",
         "qkv_bias": "Qwen3MoeConfig reads attention_bias for the projection biases",
