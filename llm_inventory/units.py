@@ -122,6 +122,27 @@ def parse_tokens(text: str | int, field: str = "tokens") -> int:
     return TOKENS.check(field, int(result))
 
 
+def parse_seconds(text: str | float | int, field: str) -> float:
+    """A time in seconds: `2`, `0.5`, `2s`, `500ms` (or a number); positive, finite and at
+    most a day, else InputError naming `field`."""
+    import re
+
+    allowed = f"expected a positive time such as 2s, 500ms or 0.5, got {excerpt(text)}"
+    if isinstance(text, bool):
+        raise InputError(field, allowed)
+    if isinstance(text, int | float):
+        seconds, unit = float(text), "s"
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)?\s*",
+                             text[:41], re.IGNORECASE)
+        if match is None or len(text) > 40:
+            raise InputError(field, allowed)
+        seconds, unit = float(match[1]), (match[2] or "s").lower()
+    if not math.isfinite(seconds) or seconds <= 0 or seconds > 86_400:
+        raise InputError(field, allowed + " (at most a day)")
+    return seconds / 1000 if unit == "ms" else seconds
+
+
 def parse_fraction(text: str, field: str, *, low: float = 0.0, high: float = 1.0) -> float:
     """Parse a finite number in (low, high]."""
     try:

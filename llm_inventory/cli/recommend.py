@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,22 +25,10 @@ from llm_inventory.render.output import OutputFormat
 
 
 def _seconds(field: str, text: str | None) -> float | None:
-    """`2`, `2s`, `500ms`, `0.5`: seconds, positive and finite."""
-    from llm_inventory.errors import InputError
+    """`2`, `2s`, `500ms`, `0.5`: seconds (`units.parse_seconds`); None passes through."""
+    from llm_inventory.units import parse_seconds
 
-    if text is None:
-        return None
-    match = re.fullmatch(r"\s*([-+]?[0-9.eE+-]+|nan|inf)\s*(ms|s)?\s*", text, re.IGNORECASE)
-    value = math.nan
-    if match is not None:
-        try:
-            value = float(match[1])
-        except ValueError:
-            value = math.nan
-    if match is None or not math.isfinite(value) or value <= 0:
-        raise InputError(field, f"expected a positive time such as 2s, 500ms or 0.5, got "
-                         f"{text!r}")
-    return value / 1000 if (match[2] or "").lower() == "ms" else value
+    return None if text is None else parse_seconds(text, field)
 
 
 def _number(field: str, text: str | None, *, allowed: str, zero: bool = False,

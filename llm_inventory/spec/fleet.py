@@ -10,8 +10,6 @@ is one InputError naming the file, the entry (by name and line) and the field.
 
 from __future__ import annotations
 
-import math
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,29 +23,9 @@ from pydantic import (
 )
 
 from llm_inventory.errors import InputError, excerpt
-from llm_inventory.units import parse_tokens
+from llm_inventory.units import parse_seconds, parse_tokens
 
 FLEET_SCHEMA_ID = "urn:llm-inventory:schema:fleet:1"
-
-_TIME = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)?\s*", re.IGNORECASE)
-
-
-def parse_seconds(value: str | float | int, field: str) -> float:
-    """A latency target in seconds: `2`, `0.5`, `2s`, `500ms`; positive and finite."""
-    if isinstance(value, bool):
-        raise InputError(field, f"expected a time such as 2s or 500ms, got {value!r}")
-    if isinstance(value, int | float):
-        seconds, unit = float(value), "s"
-    else:
-        match = _TIME.fullmatch(value)
-        if match is None or len(value) > 40:
-            raise InputError(field, f"expected a time such as 2s, 500ms or 0.5, got "
-                             f"{excerpt(value)}")
-        seconds, unit = float(match[1]), (match[2] or "s").lower()
-    if not math.isfinite(seconds) or seconds <= 0 or seconds > 86_400:
-        raise InputError(field, f"must be a positive time up to a day, got {excerpt(value)}")
-    return seconds / 1000 if unit == "ms" else seconds
-
 
 # Counts and times take units in the file (32K, 500ms): the schema says so.
 Tokens = Annotated[int | None, WithJsonSchema({"anyOf": [
@@ -121,11 +99,6 @@ class Deployment(BaseModel):
         if isinstance(value, str | int | float):
             return parse_seconds(value, info.field_name)
         return value
-
-    @property
-    def title(self) -> str:
-        return self.name or f"{self.model} on {self.count or ''}{'×' if self.count else ''}" \
-            f"{self.device}"
 
 
 class FleetManifest(BaseModel):

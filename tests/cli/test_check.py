@@ -194,7 +194,7 @@ def test_annotations_with_json_is_refused(invoke: Invoke) -> None:
     ("deployments:\n  - name: a\n    model: llama-3.1-8b\n    device: l4\n"
      "    context: 8q\n", "deployments.0 'a' (line 2): context: unknown suffix"),
     ("deployments:\n  - model: llama-3.1-8b\n    device: l4\n    ttft: nan\n",
-     "ttft: expected a time"),
+     "ttft: expected a positive time"),
     ("deployments:\n  - model: llama-3.1-8b\n    device: l4\n    count: 0\n",
      "count: Input should be greater than or equal to 1"),
     ("deployments:\n  - model: llama-3.1-8b\n    device: l4\n  - model: no-such-model\n"
