@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from llm_inventory.engine.compare_fit import ModelFit
-from llm_inventory.engine.placement.models import WouldFit
+from llm_inventory.render.placement import would_fit_text
 
 
 def compare_fit_tables(fits: list[ModelFit]) -> list[Table | Text]:
@@ -41,19 +41,3 @@ def compare_fit_tables(fits: list[ModelFit]) -> list[Table | Text]:
         parts.append(Text("\n".join(notes)))
     return parts
 
-
-def would_fit_text(w: WouldFit, device: str, count: int) -> str:
-    if not w.searched:
-        return f"what would fit is sought for up to 64 devices, not {w.devices_searched:,}"
-    found = []
-    if w.devices is not None:
-        found.append(f"{w.devices.devices:,} × {device}")
-    if w.longest_context:
-        found.append(f"a context of {w.longest_context:,} tokens")
-    if w.dtypes:
-        found.append("weights at " + " or ".join(w.dtypes))
-    if w.kv_dtypes:
-        found.append("a KV cache at " + " or ".join(w.kv_dtypes))
-    if w.device is not None:
-        found.append(f"{count:,} × {w.device}")
-    return "would fit with: " + ("; ".join(found) or "nothing tried")

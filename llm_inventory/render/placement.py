@@ -8,6 +8,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from llm_inventory.engine.placement import DeviceFit, PlacementResult, Plan
+from llm_inventory.engine.placement.models import WouldFit
 from llm_inventory.render.fit import Diagnostic, Footnote, Table
 from llm_inventory.units import UnitSystem, format_bytes
 
@@ -233,8 +234,13 @@ def engines_side_by_side(results: list[PlacementResult], units: UnitSystem,
 
 def would_fit_line(result: PlacementResult, units: UnitSystem) -> str:
     """What would fit when nothing does, each change alone."""
-    w = result.would_fit
-    assert w is not None
+    assert result.would_fit is not None
+    return would_fit_text(result.would_fit, result.device, result.count, units)
+
+
+def would_fit_text(w: WouldFit, device: str, count: int, units: UnitSystem = "iec") -> str:
+    """`w` as one line: the fewest devices of this type, the longest context, the dtypes and
+    the catalog device that would fit (placement's and compare's)."""
     if not w.searched:
         return (f"what would fit is sought for up to 64 devices, not {w.devices_searched:,} "
                 "(ask for fewer)")
@@ -242,9 +248,9 @@ def would_fit_line(result: PlacementResult, units: UnitSystem) -> str:
     if w.devices is not None:
         s = w.devices
         split = f"tp{s.tp} pp{s.pp}" + (f" ep{s.ep}" if s.ep > 1 else "")
-        found.append(f"{s.devices:,} × {result.device} ({split})")
+        found.append(f"{s.devices:,} × {device} ({split})")
     else:
-        found.append(f"no count of {result.device} up to {w.devices_searched:,}")
+        found.append(f"no count of {device} up to {w.devices_searched:,}")
     if w.longest_context:
         found.append(f"a context of {w.longest_context:,} tokens")
     if w.dtypes:
@@ -252,7 +258,7 @@ def would_fit_line(result: PlacementResult, units: UnitSystem) -> str:
     if w.kv_dtypes:
         found.append("a KV cache at " + " or ".join(w.kv_dtypes))
     if w.device is not None and w.device_memory_bytes is not None:
-        found.append(f"{result.count:,} × {w.device} "
+        found.append(f"{count:,} × {w.device} "
                      f"({format_bytes(w.device_memory_bytes, units)} each)")
     return "would fit with: " + "; ".join(found)
 
