@@ -125,7 +125,8 @@ def gemma4_text_stack(text: HFConfig) -> Stack:
     # The global layers: proportional RoPE over a quarter of the head, and K = V.
     overrides.append(LayerOverride(kinds=[LayerKind.FULL], k_eq_v=k_eq_v or None,
                                    partial_rotary_factor=_global_rotary(text)))
-    if shared and text.flag("use_double_wide_mlp"):
+    double_wide = text.flag("use_double_wide_mlp", False)
+    if shared and double_wide:
         overrides.append(LayerOverride(layers=shared,
                                        intermediate_size=2 * text.integer("intermediate_size")))
     for index in shared:
@@ -247,8 +248,9 @@ def gemma4(c: HFConfig) -> ModelSpec:
         pool = v.integer("pooling_kernel_size")
         # The image processor's budget (Gemma4ImageProcessor.max_soft_tokens, 280 by
         # default); hub files repeat it as vision_soft_tokens_per_image.
-        budget = c.opt_integer("vision_soft_tokens_per_image") or v.opt_integer(
-            "default_output_length") or 280
+        given = (c.opt_integer("vision_soft_tokens_per_image"),
+                 v.opt_integer("default_output_length"))
+        budget = given[0] or given[1] or 280
         media = Media(patch_size=v.integer("patch_size"), spatial_merge_size=pool,
                       token_budget=budget)
         encoder = Encoder(kind="vision", stack=_vision(v), media=media,

@@ -109,14 +109,18 @@ SHAPE_IRRELEVANT: frozenset[str] = frozenset(
 # Keys inert at one value: a switch left at the value every builder assumes when it does not
 # read it (no sliding layers, no cross-attention) cannot shape the count.
 INERT: dict[str, object] = {"use_sliding_window": False, "add_cross_attention": False,
-                            "pruned_heads": {}, "position_embedding_type": "absolute"}
+                            "pruned_heads": {}, "position_embedding_type": "absolute",
+                            "hidden_size_per_layer_input": 0}
 
 # Keys that only matter when another key switches them on: unread, they are moot while that
 # key is absent or inert (Qwen's max_window_layers without use_sliding_window).
-DEPENDS: dict[str, str] = {"max_window_layers": "use_sliding_window"}
+DEPENDS: dict[str, str] = {"max_window_layers": "use_sliding_window",
+                           # Gemma 3n/4: the per-layer embedding table's rows, no table at 0
+                           "vocab_size_per_layer_input": "hidden_size_per_layer_input"}
 
 # Keys a class's modelling code never uses for a shape, though other classes do, by the
-# configuration class (model type) that reads the mapping. Each with its reason.
+# configuration class (model type) that reads the mapping, or "type:key" for a nested mapping
+# that class reads without a class of its own. Each with its reason.
 _MLA = {"num_key_value_heads": "multi-head latent attention: kv_b_proj is sized by the "
         "attention heads; the class reads num_key_value_heads for no tensor",
         "head_dim": "the class sets it to qk_rope_head_dim itself, over the file's value",
@@ -150,6 +154,13 @@ BY_CLASS: dict[str, dict[str, str]] = {
     # transformers' utils/check_config_attributes.py (SPECIAL_CASES_TO_ALLOW) lists these as
     # unused by the class's modelling code.
     "lfm2": {"full_attn_idxs": "Lfm2 layers follow layer_types, which the builder reads"},
+    "minimax_m2": {"use_routing_bias": "the router's e_score_correction_bias is a buffer "
+                                       "(MiniMaxM2SparseMoeBlock), not a parameter"},
+    "minimax_m3": {"use_gemma_norm": "Gemma norms scale by 1 + w: the same weights",
+                   "use_routing_bias": "the router's e_score_correction_bias is a buffer, "
+                                       "not a parameter"},
+    "minimax_m3:sparse_attention_config": {
+        "sparse_score_type": "how the indexer scores a block: no tensor"},
     "modernbert": {"reference_compile": "a torch.compile switch",
                    "local_attention": "the local window: a mask, no tensor"},
     "whisper": {"num_hidden_layers": "WhisperConfig sets it to encoder_layers itself"},
@@ -161,14 +172,54 @@ BY_CLASS: dict[str, dict[str, str]] = {
                             "vision_feature_select_strategy": "which patches are kept: a "
                             "choice, no tensor"},
     # Llama4TextAttention's qk norm is Llama4TextL2Norm, which holds only its epsilon
+    # Kimi-K2.5's checkpoint code, as vLLM runs it (vllm/model_executor/models/kimi_k25.py,
+    # kimi_k25_vit.py); transformers' Kimi_K25 classes read none of these
+    "kimi_k25": {"use_unified_vision_chunk": "how video frames are chunked for the tower: "
+                                             "no tensor",
+                 "video_placeholder": "a prompt token's text"},
+    "kimi_k25_vision": {
+        "init_pos_emb_time": "the temporal position table is a fixed sin-cos buffer "
+                             "(Learnable2DInterpPosEmbDivided_fixed), not a parameter",
+        "merge_type": "how merged patches pool over time (sd2_tpool): no tensor",
+        "video_attn_type": "which patches attend together in a video: no tensor",
+        "projector_ln_eps": "an epsilon"},
     "llama4_text": {"use_qk_norm": "Llama4TextL2Norm has no weight: q and k are normalised "
                     "at run time"},
     "llava": {"vocab_size": "a legacy top-level copy; the language model's embedding and "
               "head take text_config.vocab_size, which the builder reads"},
+    # NemotronHConfig / NemotronHForCausalLM (transformers models/nemotron_h) and vLLM's
+    # vllm/model_executor/models/nemotron_h.py
+    "nemotron_h": {
+        "attention_bias": "NemotronHAttention builds q/k/v/o without biases whatever it says "
+                          "(transformers and vLLM)",
+        "chunk_size": "the SSD scan's chunk length: compute, no tensor",
+        "expand": "the mixer's width is mamba_num_heads × mamba_head_dim, which the builder "
+                  "reads",
+        "mamba_hidden_act": "an activation: no tensor",
+        "mlp_hidden_act": "an activation; the MLPs are ungated whatever it names (vLLM "
+                          "activation_without_mul)",
+        "mamba_proj_bias": "the mixer's projections take use_bias, which the builder reads"},
     "qwen3_moe": {
         "shared_expert_intermediate_size": "Qwen3MoeConfig has no shared expert",
         "qkv_bias": "Qwen3MoeConfig reads attention_bias for the projection biases",
         "use_qk_norm": "Qwen3-MoE attention always has its q/k norms"},
+    # Gemma4VisionConfig / Gemma4VisionModel (transformers models/gemma4)
+    "gemma4_vision": {
+        "global_head_dim": "a text-config key: the vision tower's layers all take head_dim",
+        "max_position_embeddings": "the tower's positions are rotary (2-D) beside the two "
+                                   "learned tables of position_embedding_size, which the "
+                                   "builder reads",
+        "standardize": "adds std_bias and std_scale as buffers, not parameters",
+        "use_clipped_linears": "Gemma4ClippableLinear's four clipping bounds are buffers, "
+                               "not parameters",
+        "use_clip": "not a Gemma4VisionConfig field (use_clipped_linears is, and its bounds "
+                    "are buffers)"},
+    # modular_qwen3_5.py / modular_qwen3_5_moe.py delete these from the classes' configs
+    "qwen3_5_text": {"mlp_only_layers": "Qwen3_5TextConfig deletes it: every MLP is dense"},
+    "qwen3_5_vision": {"deepstack_visual_indexes": "Qwen3_5VisionConfig deletes it: the "
+                       "tower has no deepstack mergers"},
+    "qwen3_5_moe_vision": {"deepstack_visual_indexes": "Qwen3_5MoeVisionConfig deletes it: "
+                           "the tower has no deepstack mergers"},
     "qwen2_vl_vision": _QWEN_VL_VISION, "qwen2_5_vl_vision": _QWEN_VL_VISION,
 }
 

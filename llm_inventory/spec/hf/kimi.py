@@ -30,7 +30,14 @@ def _vision(c: HFConfig) -> HFConfig:
     data: dict[str, Any] = dict(v.data)
     for key, own in _VT_NAMES.items():
         if key not in c.sub("vision_config").data and own in data:
-            data[key] = data[own]
+            data[key] = v.raw(own)
+    # vLLM's MoonVision3dPatchEmbed (vllm/model_executor/models/kimi_k25_vit.py) builds only
+    # this position embedding (a learned grid; the temporal table is a fixed buffer) and
+    # the projector only as this patch merger.
+    for key, only in (("pos_emb_type", "divided_fixed"), ("mm_projector_type", "patchmerger")):
+        if v.raw(key) not in (None, only):
+            raise InputError(f"{v.label}: {key}", f"must be {only!r} for kimi_k25, got "
+                             f"{excerpt(v.raw(key))}")
     return HFConfig(data, v.label, v.name, defaults=v.defaults)
 
 
@@ -63,7 +70,15 @@ def kimi_k25(c: HFConfig) -> ModelSpec:
             extra("patch_embed.pos_emb.position_embeddings",
                   [v.integer("pos_emb_height"), v.integer("pos_emb_width"), hidden])]
     tower = vit(v, rope=True, extra=stem)
-    width, out = hidden * merge, decoder.hidden_size or 0
+    # The projector's input and output widths, where the checkpoint's config names them
+    # (`KimiK25PatchMergerMLP`: mm_hidden_size, else the tower's width), must be the tower's
+    # and the language model's.
+    out = decoder.hidden_size or 0
+    for key, width in (("mm_hidden_size", hidden), ("text_hidden_size", out)):
+        given = v.opt_integer(key)
+        if given is not None and given != width:
+            raise InputError(f"{v.label}: {key}", f"must be {width}, the width it joins")
+    width = hidden * merge
     projector = (norm("mm_projector.pre_norm", c.integer("projection_hidden_size"), bias=True)
                  + linear("mm_projector.in_proj", width, width, shard=Shard.COLUMN)
                  + linear("mm_projector.out_proj", out, width, shard=Shard.ROW))

@@ -14,9 +14,11 @@ from llm_inventory.spec.model import MTP, Component, ExtraTensor, Indexer, Model
 
 def _mtp_note(c: HFConfig) -> list[str]:
     modules = c.opt_integer("num_mtp_modules", minimum=0)
+    depth = c.opt_integer("mtp_transformer_layers", minimum=0)
     if not modules or c.raw("use_mtp") is False:
         return []
-    return [f"the config names {modules} multi-token-prediction module(s) "
+    layers = f" of {depth} decoder layer(s) each" if depth else ""
+    return [f"the config names {modules} multi-token-prediction module(s){layers} "
             "(num_mtp_modules); transformers builds none and their shapes are not in the "
             "config, so every count here leaves them out"]
 
@@ -27,7 +29,16 @@ def minimax_m2(c: HFConfig) -> ModelSpec:
     rotary fraction (`MiniMaxM2Config.convert_rope_params_to_dict`). `MiniMaxM2SparseMoeBlock`:
     `num_local_experts` experts of `intermediate_size`, a bias-free router whose
     `e_score_correction_bias` is a buffer, no shared expert. The hub files' `attn_type_list`
-    (1 = softmax attention on every layer; transformers does not read it) must agree."""
+    (1 = softmax attention on every layer; transformers does not read it) must agree, and so
+    must the keys vLLM's `MiniMaxM2` reads and transformers does not: `use_qk_norm` with
+    `qk_norm_type` "per_layer" (the whole-width norms), `shared_intermediate_size` 0."""
+    if c.raw("qk_norm_type") not in (None, "per_layer") or c.raw("use_qk_norm") is False:
+        raise InputError(f"{c.label}: qk_norm_type",
+                         "minimax_m2 normalises q and k over the whole projection width "
+                         "('per_layer' with use_qk_norm true); other norms are not modelled")
+    if c.integer("shared_intermediate_size", 0, minimum=0):
+        raise InputError(f"{c.label}: shared_intermediate_size",
+                         "must be 0 for minimax_m2, whose MoE block has no shared expert")
     kinds = c.int_list("attn_type_list")
     if kinds is not None and set(kinds) - {1}:
         raise InputError(f"{c.label}: attn_type_list",
@@ -97,6 +108,14 @@ def _m3_indexer(c: HFConfig, types: list[str]) -> Indexer | None:
                          "every sparse layer must disable the index value path (1), as the "
                          "released checkpoint does; its projections are not modelled")
     blocks = read("sparse_topk_blocks", "index_topk_blocks")
+    # The first and the latest blocks are forced into the top-k (their scores boosted,
+    # `MiniMaxM3VLIndexer`), not added to it: they must fit inside it.
+    forced = sparse.integer("sparse_init_block", 0, minimum=0) + sparse.integer(
+        "sparse_local_block", 0, minimum=0)
+    if forced > blocks:
+        raise InputError(f"{c.label}: sparse_attention_config: sparse_local_block",
+                         f"the forced initial and local blocks ({forced}) must fit in the "
+                         f"top-k blocks ({blocks})")
     return Indexer(heads=read("sparse_num_index_heads", "index_n_heads"),
                    head_dim=read("sparse_index_dim", "index_head_dim"),
                    topk=blocks * read("sparse_block_size", "index_block_size"))
@@ -113,6 +132,30 @@ def _m3_moe_layers(c: HFConfig, layers: int) -> list[int]:
         return [i for i, kind in enumerate(kinds) if kind == "sparse"]
     freq = _per_layer(c, "moe_layer_freq", layers, c.int_list("moe_layer_freq"))
     return list(range(layers)) if freq is None else [i for i, f in enumerate(freq) if f]
+
+
+def _m3_agree(c: HFConfig, moe: MoE, types: list[str], layers: int) -> None:
+    """The hub file's DeepSeek-style duplicates of what the builder reads (transformers reads
+    none of them) must agree with it: `first_k_dense_replace` dense layers first,
+    `moe_intermediate_size` the experts' width, `n_shared_experts` one, and
+    `use_sparse_attention` on wherever a layer is sparse."""
+    first = c.opt_integer("first_k_dense_replace", minimum=0)
+    if first is not None and moe.layers != list(range(first, layers)):
+        raise InputError(f"{c.label}: first_k_dense_replace",
+                         "disagrees with the MoE layers moe_layer_freq / mlp_layer_types give")
+    width = c.opt_integer("moe_intermediate_size")
+    if width is not None and width != moe.expert_intermediate_size:
+        raise InputError(f"{c.label}: moe_intermediate_size",
+                         f"must equal intermediate_size ({moe.expert_intermediate_size}), the "
+                         "width minimax_m3's experts are built with")
+    shared = c.opt_integer("n_shared_experts", minimum=0)
+    if shared is not None and shared != 1:
+        raise InputError(f"{c.label}: n_shared_experts",
+                         "must be 1: minimax_m3 builds one shared expert")
+    sparse = c.sub("sparse_attention_config")
+    if sparse.raw("use_sparse_attention") is False and "indexed_gqa" in types:
+        raise InputError(f"{c.label}: sparse_attention_config: use_sparse_attention",
+                         "is false while sparse_attention_freq marks sparse layers")
 
 
 def _m3_mtp(c: HFConfig, hidden: int, kind: str, notes: list[str]) -> MTP | None:
@@ -166,6 +209,7 @@ def minimax_m3(c: HFConfig) -> ModelSpec:
         shared_intermediate_size=c.integer("shared_intermediate_size"),
         layers=_m3_moe_layers(c, layers),
     )
+    _m3_agree(c, moe, types, layers)
     notes: list[str] = []
     indexer = _m3_indexer(c, types)
     hidden = c.integer("hidden_size")

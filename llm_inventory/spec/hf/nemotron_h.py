@@ -80,15 +80,23 @@ def nemotron_h(c: HFConfig) -> ModelSpec:
     moe_layers = [i for i, b in enumerate(blocks) if b == "moe"]
     moe = None
     if moe_layers:
+        # vLLM `NemotronHMoE`: n_shared_experts of the shared width, merged into one MLP;
+        # none at 0 (transformers builds one whatever the key says; 1 in every release)
+        shared = c.integer("n_shared_experts", 1, minimum=0)
         moe = MoE(
             experts=c.integer("n_routed_experts"), top_k=c.integer("num_experts_per_tok"),
             expert_intermediate_size=c.integer("moe_intermediate_size"), gated=False,
-            shared_experts=1,
-            shared_intermediate_size=c.integer("moe_shared_expert_intermediate_size"),
+            shared_experts=shared,
+            shared_intermediate_size=c.integer("moe_shared_expert_intermediate_size")
+            if shared else 0,
             latent_size=c.opt_integer("moe_latent_size"), layers=moe_layers,
         )
     dtype = c.dtype
     mtp, notes = _mtp(c, hidden)
+    declared = c.opt_integer("num_hidden_layers")
+    if declared is not None and declared != len(blocks):
+        notes.append(f"num_hidden_layers says {declared}; the layer pattern has {len(blocks)}, "
+                     "which NemotronHConfig and vLLM build")
     stack = Stack(
         layers=len(blocks), hidden_size=hidden, heads=c.integer("num_attention_heads"),
         kv_heads=c.integer("num_key_value_heads"), head_dim=c.integer("head_dim"),

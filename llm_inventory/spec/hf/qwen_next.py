@@ -35,10 +35,11 @@ _KINDS = {"linear_attention": LayerKind.GDN, "full_attention": LayerKind.FULL}
 
 def hybrid_layers(c: HFConfig, layers: int) -> list[str]:
     """`layer_types`, else linear attention with every `full_attention_interval`-th layer
-    full (the configuration classes' `__post_init__`, default 4)."""
+    full (the configuration classes' `__post_init__`, default 4: the interval is read, and
+    only builds the list when `layer_types` is absent)."""
+    interval = c.integer("full_attention_interval", 4)
     names = c.str_list("layer_types")
     if names is None:
-        interval = c.integer("full_attention_interval", 4)
         names = ["linear_attention" if (i + 1) % interval else "full_attention"
                  for i in range(layers)]
     if len(names) != layers:
@@ -76,24 +77,31 @@ def state_dtype(c: HFConfig, key: str) -> str | None:
 def _mtp(c: HFConfig, key: str, hidden: int, moe: bool, fallback: int | None) -> MTP | None:
     """The MTP block checkpoints hold (`mtp.*`: fc over [embedding; hidden], its two input
     norms and a final norm, then full-attention decoder layers; vLLM `Qwen3NextMTP`,
-    vllm/model_executor/models/qwen3_next_mtp.py, and `Qwen3_5MTP`)."""
+    vllm/model_executor/models/qwen3_next_mtp.py, and `Qwen3_5MTP`). Qwen3.5's
+    `mtp_use_dedicated_embeddings` gives the block its own embedding table; false (every
+    released config), it looks tokens up in the model's."""
     # Qwen3.5's classes do not know the key: none when absent; Qwen3-Next's vLLM default.
     layers = c.integer(key, 0 if fallback is None else fallback, minimum=0)
     if not layers:
         return None
-    return MTP(layers=layers, kind=LayerKind.FULL, moe=moe, extra=[
+    tensors = [
         extra("fc.weight", [hidden, 2 * hidden], linear=True),
         extra("pre_fc_norm_embedding.weight", [hidden]),
         extra("pre_fc_norm_hidden.weight", [hidden]),
         extra("norm.weight", [hidden]),
-    ])
+    ]
+    if c.flag("mtp_use_dedicated_embeddings", False):
+        tensors.append(extra("embed_tokens.weight", [c.integer("vocab_size"), hidden]))
+    return MTP(layers=layers, kind=LayerKind.FULL, moe=moe, extra=tensors)
 
 
 def _text(c: HFConfig, *, fused: bool, mtp_key: str, mtp_fallback: int | None) -> Stack:
     """The decoder every variant shares: Qwen3-style attention with per-head q/k norms, the
-    q projection doubled for its sigmoid output gate (transformers builds it whatever
-    `attn_output_gate` says), partial rotary; Gated DeltaNet elsewhere; MoE layers with one
-    gated shared expert where the config has experts."""
+    q projection doubled for its sigmoid output gate where `attn_output_gate` (default
+    true) asks for it, as vLLM builds it (`Qwen3NextAttention`; transformers builds the gate
+    whatever the key says, and every released config sets it), partial rotary; Gated
+    DeltaNet elsewhere; MoE layers with one gated shared expert where the config has
+    experts."""
     hidden = c.integer("hidden_size")
     layers = c.integer("num_hidden_layers")
     heads = c.integer("num_attention_heads")
@@ -120,7 +128,8 @@ def _text(c: HFConfig, *, fused: bool, mtp_key: str, mtp_fallback: int | None) -
         # Every dense MLP's width; Qwen3.5-MoE's class has none (all its MLPs are MoE).
         intermediate_size=c.integer("intermediate_size", 0 if experts else None, minimum=0),
         vocab_size=c.integer("vocab_size"), tied_embeddings=c.flag("tie_word_embeddings"),
-        qkv_bias=bias, o_bias=bias, qk_norm="head", attn_output_gate=True,
+        qkv_bias=bias, o_bias=bias, qk_norm="head",
+        attn_output_gate=c.flag("attn_output_gate", True),
         partial_rotary_factor=partial_rotary(c), rope_scaling=rope_scaling(c),
         layer_types=hybrid_layers(c, layers),
         linear_attention=LinearAttention(

@@ -81,16 +81,18 @@ def unread(data: Mapping[str, Any], label: str, reads: Mapping[str, set[str]],
     class_map = class_map or {}
     found: list[str] = []
 
-    def walk(part: Mapping[str, Any], at: str, prefix: str) -> None:
+    def walk(part: Mapping[str, Any], at: str, prefix: str, inherited: str = "") -> None:
         seen = reads.get(at, set())
-        model_type, names = class_map.get(at, ("", {}))
+        # A mapping opened without a class of its own is judged as its owner's, by the
+        # name "owner type:key" (irrelevant.BY_CLASS).
+        model_type, names = class_map.get(at, (inherited, {}))
         for key, value in part.items():
             if not isinstance(key, str) or _moot(key, value, part, model_type):
                 continue
             read = key in seen or names.get(key) in seen
             nested = f"{at}: {key}"
             if isinstance(value, dict) and nested in reads:
-                walk(value, nested, f"{prefix}{key}.")
+                walk(value, nested, f"{prefix}{key}.", f"{model_type}:{key}")
             elif isinstance(value, dict) and key.endswith("_config") and value \
                     and key not in WHOLE_MAPPINGS:
                 found.append(f"{prefix}{key}")  # a sub-config looked at, never modelled
