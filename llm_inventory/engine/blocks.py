@@ -8,8 +8,12 @@ checkpoints (`model.layers.{i}.self_attn.q_proj.weight`), whatever the architect
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from llm_inventory.spec.model import Component, Shard, Stack
+from llm_inventory.spec.names import Component, Shard
+
+if TYPE_CHECKING:
+    from llm_inventory.spec.model import Stack
 
 Entry = tuple[str, tuple[int, ...], Component, Shard, bool, int]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
-from llm_inventory.engine.kinds.base import NonNegativeInt, PositiveInt, StateLayer
+from llm_inventory.engine.kinds.layer import NonNegativeInt, PositiveInt, StateLayer
 from llm_inventory.engine.kinds.uniform import STATE_BASIS
 from llm_inventory.engine.parallel import pp_ranges
 from llm_inventory.engine.trust import Trust, exact

@@ -111,12 +111,12 @@ def plain_state(doc: Mapping[str, Any], units: UnitSystem, stream: Any) -> str |
     """What `state_tables` prints for the JSON form of a one-kind `StateResult` of a kind
     `engine/kinds/uniform.py` sizes (each of which grows with the sequence), without Rich;
     None where `render/plain.py` does not cover the output (Rich prints it then)."""
-    from llm_inventory.engine.kinds.uniform import RELEASE
+    from llm_inventory.engine.kinds.uniform import flag_kind
     from llm_inventory.render.plain import PlainTable, render
 
-    if doc["estimated"] or len(doc["kinds"]) != 1 or doc["kinds"][0]["kind"] not in RELEASE:
+    if doc["estimated"] or len(doc["kinds"]) != 1 or not flag_kind(doc["kinds"][0]["kind"]):
         return None
-    title, rows = _summary(doc, units, lambda kind: kind in RELEASE)
+    title, rows = _summary(doc, units, lambda kind: flag_kind(kind) is not None)
     table = PlainTable(HEADERS, JUSTIFY, FOLD)
     for cells in rows:
         table.add_row(*cells)

@@ -26,6 +26,11 @@ from pydantic_core import PydanticCustomError
 
 from llm_inventory import bounds as _b
 
+# Re-exported: the names live apart so that the layer kinds load without pydantic.
+from llm_inventory.spec.names import Component as Component
+from llm_inventory.spec.names import LayerKind as LayerKind
+from llm_inventory.spec.names import Shard as Shard
+
 # Every count carries its upper bound (llm_inventory.bounds), so no absurd value reaches the
 # engine's loops or float arithmetic; a count without a more telling bound gets PARAMETERS.
 Pos = Annotated[int, Field(ge=1, le=_b.PARAMETERS.limit)]
@@ -86,54 +91,6 @@ class Family(StrEnum):
     def decodes(self) -> bool:
         """Whether the model runs a decode loop, keeping state across its steps."""
         return self not in (Family.ENCODER, Family.DIFFUSION)
-
-
-class LayerKind(StrEnum):
-    """The built-in names of decoder-layer kinds (what a layer's mixer is, and so what state
-    it keeps). `layer_types` holds names; the engine's kind registry gives each its rules."""
-
-    FULL = "full"  # full causal attention: KV for every token
-    SLIDING = "sliding"  # sliding-window attention: KV for the last `sliding_window` tokens
-    CHUNKED = "chunked"  # chunked local attention: KV within the current `chunk_size` chunk
-    MLA = "mla"  # multi-head latent attention: one compressed latent per token
-    MAMBA = "mamba"  # recurrent / state-space mixer: fixed state per sequence
-    CROSS = "cross"  # cross-attention to encoder output (no self-attention KV)
-    SHARED = "shared"  # attention that reads another layer's KV: stores nothing
-    GDN = "gdn"  # Gated DeltaNet linear attention: conv window + recurrent state per sequence
-    KDA = "kda"  # Kimi Delta Attention: GDN with a per-channel decay
-    LIGHTNING = "lightning"  # lightning (linear) attention: recurrent state per sequence
-    SHORT_CONV = "short_conv"  # a gated short convolution: a conv window per sequence
-
-
-class Component(StrEnum):
-    """Where a parameter belongs in the per-component breakdown."""
-
-    EMBEDDINGS = "embeddings"
-    ATTENTION = "attention"
-    MLP = "mlp"
-    EXPERTS = "experts"
-    SHARED_EXPERTS = "shared_experts"
-    ROUTER = "router"
-    MIXER = "mixer"  # recurrent / state-space mixers
-    NORMS = "norms"
-    LM_HEAD = "lm_head"
-    ENCODER = "encoder"
-    PROJECTOR = "projector"
-    DENOISER = "denoiser"
-    TEXT_ENCODER = "text_encoder"
-    VAE = "vae"
-    MTP = "mtp"  # multi-token-prediction layers (counted apart: see MTP)
-    OTHER = "other"
-
-
-class Shard(StrEnum):
-    """How tensor parallelism divides a tensor."""
-
-    COLUMN = "column"  # output features split across ranks
-    ROW = "row"  # input features split across ranks
-    VOCAB = "vocab"  # vocabulary rows split (embedding, lm_head)
-    KV = "kv"  # K/V projection: split by KV head, replicated past the head count
-    REPLICATED = "replicated"  # every rank holds all of it
 
 
 class MLA(_Spec):

@@ -77,7 +77,7 @@ def test_the_group_builds_a_command_when_looked_up() -> None:
     assert kv.help and "Example: inventory kv" in kv.help
 
 
-def test_kv_json_from_flags_loads_neither_pydantic_nor_the_kind_modules() -> None:
+def test_kv_json_from_flags_loads_no_pydantic_and_only_the_kind_it_sizes() -> None:
     status, loaded = _loaded_after(["kv", "--layers", "61", "--latent", "576", "--tp", "8",
                                     "--format", "json"])
     assert status == 0
@@ -85,7 +85,10 @@ def test_kv_json_from_flags_loads_neither_pydantic_nor_the_kind_modules() -> Non
     assert not tops & {"pydantic", "pydantic_core", "rich", "yaml"}
     ours = {m for m in loaded if m.startswith("llm_inventory.engine")}
     assert ours == {"llm_inventory.engine", "llm_inventory.engine.kinds",
-                    "llm_inventory.engine.kinds.uniform", "llm_inventory.engine.parallel"}
+                    "llm_inventory.engine.kinds.uniform", "llm_inventory.engine.parallel",
+                    # the MLA kind's own rules, and the attention rules they share
+                    "llm_inventory.engine.kinds.mla", "llm_inventory.engine.kinds.attention",
+                    "llm_inventory.engine.kinds.base", "llm_inventory.engine.blocks"}
     assert "llm_inventory.spec.model" not in loaded
 
 

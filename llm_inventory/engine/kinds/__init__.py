@@ -13,9 +13,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from llm_inventory.errors import InputError
+from llm_inventory.spec.names import LayerKind
 
 if TYPE_CHECKING:
-    from llm_inventory.engine.kinds.base import Kind, ShapeRule, StateLayer
+    from llm_inventory.engine.kinds.base import Kind, ShapeRule
+    from llm_inventory.engine.kinds.layer import StateLayer
     from llm_inventory.spec.model import Stack
 
 _BASE_NAMES = ("Kind", "ShapeRule", "StateLayer")
@@ -24,16 +26,14 @@ _BASE_NAMES = ("Kind", "ShapeRule", "StateLayer")
 def __getattr__(name: str) -> Any:
     """`Kind`, `ShapeRule` and `StateLayer`, from `base` when first asked for."""
     if name in _BASE_NAMES:
-        from llm_inventory.engine.kinds import base
+        from llm_inventory.engine.kinds import base, layer
 
-        return getattr(base, name)
+        return getattr(layer if name == "StateLayer" else base, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-# Module names under this package, in the order tables list their kinds.
-BUILT_IN = ("full", "sliding", "chunked", "mla", "indexed_mla", "packed_mla", "indexed_gqa",
-            "swa_kv", "csa",
-            "hca", "cross", "shared", "cla", "mamba", "gdn", "kda", "lightning", "short_conv",
-            "mlp_only")
+# Module names under this package, in the order tables list their kinds: the built-in
+# layer kinds' names (spec/names.py).
+BUILT_IN = tuple(kind.value for kind in LayerKind)
 
 _registry: dict[str, Kind] | None = None
 
@@ -73,6 +73,9 @@ def names() -> list[str]:
 
 def get(name: str) -> Kind:
     """The kind a layer or state name refers to; InputError when none is registered."""
+    if _registry is None and name in BUILT_IN:  # its own module alone: no other kind loads
+        own: Kind = importlib.import_module(f"{__name__}.{name}").KIND
+        return own
     kind = _kinds().get(name)
     if kind is None:
         raise InputError("layer_types", f"unknown layer kind {name!r}; known: "

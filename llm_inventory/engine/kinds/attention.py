@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from llm_inventory.engine.blocks import Entry, linear
-from llm_inventory.engine.kinds.base import Kind, ShapeRule, StateLayer, round_up
+from llm_inventory.engine.kinds.base import Kind, ShapeRule, round_up
 from llm_inventory.engine.parallel import kv_heads_per_device, kv_replication, kv_tp_problem
 from llm_inventory.errors import InputError
-from llm_inventory.spec.model import Component, Shard, Stack
+from llm_inventory.spec.names import Component, Shard
+
+if TYPE_CHECKING:  # no pydantic at import: `kinds/uniform.py` sizes with these rules alone
+    from llm_inventory.engine.kinds.layer import StateLayer
+    from llm_inventory.spec.model import Stack
 
 _L = r"(?:^|\.)(?:layers|blk)\.\d+\."
 
@@ -65,6 +70,8 @@ class Attention(Kind):
     def state_layer(self, stack: Stack, index: int, encoder_tokens: int) -> StateLayer | None:
         if not stack.n_kv_heads:
             return None  # a coarse stack without attention shapes
+        from llm_inventory.engine.kinds.layer import StateLayer
+
         return StateLayer(kind=self.state, first=index, kv_heads=stack.n_kv_heads,
                           k_head_dim=stack.k_dim, v_head_dim=stack.v_dim,
                           window=self.window(stack))

@@ -33,7 +33,8 @@ from typing import ClassVar
 
 from llm_inventory.engine.blocks import Entry, linear
 from llm_inventory.engine.kinds.attention import attended, head_limits
-from llm_inventory.engine.kinds.base import Kind, ShapeRule, StateLayer
+from llm_inventory.engine.kinds.base import Kind, ShapeRule
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import Component, Compression, Shard, Stack
 from llm_inventory.units import bytes_for, normalize_dtype

@@ -5,7 +5,8 @@ the same input."""
 from __future__ import annotations
 
 from llm_inventory.engine.kinds.attention import Attention
-from llm_inventory.engine.kinds.base import ShapeRule, StateLayer
+from llm_inventory.engine.kinds.base import ShapeRule
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.spec.model import Stack
 from llm_inventory.units import bytes_for
 

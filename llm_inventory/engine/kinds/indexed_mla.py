@@ -28,7 +28,8 @@ from collections.abc import Iterator
 
 from llm_inventory.engine.blocks import Entry, linear
 from llm_inventory.engine.kinds.attention import attended
-from llm_inventory.engine.kinds.base import ShapeRule, StateLayer
+from llm_inventory.engine.kinds.base import ShapeRule
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.kinds.mla import LatentAttention, _mla
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import Component, Indexer, Shard, Stack

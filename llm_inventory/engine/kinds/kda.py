@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from llm_inventory.engine.blocks import Entry, linear
-from llm_inventory.engine.kinds.base import StateLayer
 from llm_inventory.engine.kinds.gdn import head_limits, linear_block
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.kinds.recurrent import FixedState
 from llm_inventory.spec.model import Component, Shard, Stack
 

@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterator
 
 from llm_inventory.engine.blocks import Entry, linear
-from llm_inventory.engine.kinds.base import StateLayer
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.kinds.recurrent import FixedState
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import SSM, Component, Shard, Stack

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from llm_inventory.engine.blocks import Entry, linear
 from llm_inventory.engine.kinds.attention import attended, head_limits, qkv_width
-from llm_inventory.engine.kinds.base import Kind, ShapeRule, StateLayer, round_up
+from llm_inventory.engine.kinds.base import Kind, ShapeRule, round_up
 from llm_inventory.errors import InputError
-from llm_inventory.spec.model import MLA, Component, Shard, Stack
+from llm_inventory.spec.names import Component, Shard
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.kinds.layer import StateLayer
+    from llm_inventory.spec.model import MLA, Stack
 
 _L = r"(?:^|\.)(?:layers|blk)\.\d+\."
 
@@ -56,6 +61,8 @@ class LatentAttention(Kind):
 
     def state_layer(self, stack: Stack, index: int, encoder_tokens: int) -> StateLayer | None:
         m = _mla(stack)
+        from llm_inventory.engine.kinds.layer import StateLayer
+
         return StateLayer(kind=self.state, first=index,
                           latent_dim=m.kv_lora_rank + m.qk_rope_head_dim)
 

@@ -19,8 +19,8 @@ Paging and lifetime are indexed MLA's.
 
 from __future__ import annotations
 
-from llm_inventory.engine.kinds.base import StateLayer
 from llm_inventory.engine.kinds.indexed_mla import IndexedLatentAttention, index_key_bytes
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.errors import InputError
 from llm_inventory.units import normalize_dtype
 

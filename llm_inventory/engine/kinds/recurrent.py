@@ -20,7 +20,8 @@ overwritten every step, whatever the sequence's length.
 
 from __future__ import annotations
 
-from llm_inventory.engine.kinds.base import Kind, StateLayer
+from llm_inventory.engine.kinds.base import Kind
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.errors import InputError
 from llm_inventory.units import bytes_for
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from llm_inventory.engine.blocks import Entry, linear
 from llm_inventory.engine.kinds.attention import Attention
-from llm_inventory.engine.kinds.base import StateLayer
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.spec.model import Component, Shard, Stack
 
 

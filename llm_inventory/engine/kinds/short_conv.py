@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from llm_inventory.engine.blocks import Entry, linear
-from llm_inventory.engine.kinds.base import StateLayer
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.kinds.recurrent import FixedState
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import Component, Shard, ShortConv, Stack

@@ -9,10 +9,15 @@ of max_num_batched_tokens tokens needs the window behind its first token.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm_inventory.engine.kinds.attention import Attention
-from llm_inventory.engine.kinds.base import StateLayer, round_up
+from llm_inventory.engine.kinds.base import round_up
 from llm_inventory.errors import InputError
-from llm_inventory.spec.model import Stack
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.kinds.layer import StateLayer
+    from llm_inventory.spec.model import Stack
 
 
 class SlidingWindow(Attention):

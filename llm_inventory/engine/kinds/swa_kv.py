@@ -8,8 +8,8 @@ stores the vector twice (keys and values); DeepSeek's reference and vLLM keep it
 
 from __future__ import annotations
 
-from llm_inventory.engine.kinds.base import StateLayer
 from llm_inventory.engine.kinds.compressed import CompressedAttention
+from llm_inventory.engine.kinds.layer import StateLayer
 
 
 class SharedKVWindow(CompressedAttention):

@@ -1,55 +1,61 @@
 """The persistent state of a uniform stack, sized without pydantic: `inventory kv`'s fast path.
 
-`inventory kv` from flags alone sizes one run of identical full, sliding, chunked or MLA
-layers. Importing the kind modules and the pydantic models behind `size_state` costs a
-script calling `kv` in a loop more than the arithmetic does, so this module applies the same
-rules to plain integers and returns the JSON form of the `StateResult` that `size_state`
-would return: the same keys in the same order, the same values. It answers only inputs the
-engine accepts; for anything else (an impossible split, an out-of-range value) it returns
+`inventory kv` from flags alone sizes one run of identical layers of one kind (full,
+sliding, chunked or MLA). Importing the pydantic models behind `size_state` costs a script
+calling `kv` in a loop more than the arithmetic does, so this module asks the kind's own
+module (which loads without them: `engine/kinds/attention.py` and the modules beside it)
+for every rule, on a plain record of the facts, and returns the JSON form of the
+`StateResult` that `size_state` would return: the same keys in the same order, the same
+values. It answers only inputs the engine accepts; for anything else (a kind whose rules
+need more facts than the flags give, an impossible split, an out-of-range value) it returns
 None and the caller asks the engine, which raises the error.
 
-The rules are those of `attention.py` (full), `sliding.py`, `chunked.py` and `mla.py` beside
-it, and the split rules of `engine/parallel.py`; `tests/engine/kinds/test_uniform.py`
-holds this module to `size_state` over the whole flag space, so a kind's rule changed there
-fails that test until it is changed here too.
+`tests/engine/kinds/test_uniform.py` holds this module to `size_state` over the whole flag
+space.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
-from llm_inventory.engine.parallel import kv_replication, kv_tp_problem, pp_ranges
-from llm_inventory.units import DTYPE_BITS, bytes_for
+from llm_inventory.engine import kinds
+from llm_inventory.engine.parallel import pp_ranges
+from llm_inventory.errors import InputError
+from llm_inventory.units import DTYPE_BITS
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.kinds.base import Kind
+    from llm_inventory.engine.kinds.layer import StateLayer
 
 #: How `inventory kv`'s figures were obtained (`engine/trust.py`): counted, per kind.
 STATE_BASIS = "bytes per token, as each layer kind keeps them"
 
-# What a cache manager may free, and when: each kind's `release`.
-RELEASE = {
-    "full": "held until the sequence ends: every entry stays load-bearing",
-    "sliding": "entries older than the window are dead and may be freed as it slides",
-    "chunked": "a finished chunk's entries are dead once the next chunk starts",
-    "mla": "held until the sequence ends (one compressed latent per token)",
-}
+
+@dataclass(frozen=True)
+class _Run:
+    """The facts `inventory kv`'s flags give, under `StateLayer`'s names; every other fact
+    a kind may read is absent, so a kind that needs one is left to the engine."""
+
+    kind: str
+    count: int
+    kv_heads: int
+    k_head_dim: int
+    v_head_dim: int
+    window: int | None
+    latent_dim: int
+    first: int = 0
+    dtype: None = None
 
 
-def _round_up(tokens: int, block: int | None) -> int:
-    return -(-tokens // block) * block if block else tokens
-
-
-def _tokens_held(kind: str, tokens: int, window: int | None, block: int | None) -> int:
-    """Token slots one sequence occupies in one layer at its peak (each kind's
-    `tokens_held`)."""
-    if kind == "sliding" and window:  # a sliding layer always has its window (validated)
-        if block is None:
-            return min(tokens, window)
-        if tokens <= window:
-            return _round_up(tokens, block)
-        blocks = -(-(window - 1) // block) + 1
-        return min(blocks * block, _round_up(tokens, block))
-    if kind == "chunked":
-        return _round_up(min(tokens, window or tokens), block)
-    return _round_up(tokens, block)
+def flag_kind(name: str) -> Kind | None:
+    """The kind `inventory kv` sizes here: one that grows with the sequence and keeps no
+    fixed state (the flags give no state shapes); None for any other."""
+    try:
+        kind = kinds.get(name)
+    except InputError:
+        return None
+    return kind if kind.grows and kind.holds_tokens and not kind.reads_encoder else None
 
 
 def uniform_state(
@@ -70,46 +76,45 @@ def uniform_state(
 ) -> dict[str, Any] | None:
     """`size_state(StateRequest(layers=uniform_layers(...), ...)).model_dump(mode="json")`,
     or None when the engine would refuse the input (it then says why)."""
-    if kind not in RELEASE or dtype not in DTYPE_BITS:
+    rules = flag_kind(kind)
+    if rules is None or dtype not in DTYPE_BITS:
         return None
     counts = (layers, sequences, tp, pp)
     sizes = (kv_heads, k_head_dim, v_head_dim, latent_dim, tokens)
     if min(counts) < 1 or min(sizes) < 0 or (block_size is not None and block_size < 1):
         return None
-    if kind == "mla":
-        if latent_dim < 1:
-            return None
-    elif kv_heads < 1 or k_head_dim + v_head_dim < 1 or kv_tp_problem(kv_heads, tp):
+    if (window is not None and window < 1) or pp > layers:
         return None
-    if (window is not None and window < 1) or (kind in ("sliding", "chunked") and not window):
+    # A duck-typed StateLayer: the kinds read facts by name, and any they lack is an
+    # AttributeError that leaves the input to the engine.
+    layer = cast("StateLayer", _Run(kind, layers, kv_heads, k_head_dim, v_head_dim, window,
+                                    latent_dim))
+    try:
+        rules.validate(layer)
+        rules.check_split(layer, tp)
+        return _result(rules, layer, tokens, sequences, dtype, block_size, tp, pp)
+    except (InputError, AttributeError):
         return None
-    if pp > layers:
-        return None
 
-    def elements(ranks: int) -> int:  # per token per layer on one of `ranks` TP ranks
-        if kind == "mla":
-            return latent_dim  # one latent, replicated on every rank
-        return max(1, kv_heads // ranks) * (k_head_dim + v_head_dim)
 
-    held = _tokens_held(kind, tokens, window, block_size)
-
-    def sequence_bytes(ranks: int) -> int:  # one layer, one sequence
-        return bytes_for(elements(ranks) * held, dtype) if held else 0
-
-    per_token_layer = bytes_for(elements(1), dtype)
-    per_sequence = sequence_bytes(1) * layers
+def _result(rules: Kind, layer: StateLayer, tokens: int, sequences: int, dtype: str,
+            block_size: int | None, tp: int, pp: int) -> dict[str, Any]:
+    """`size_state`'s JSON form for one run of `layer.count` layers (engine/state.py)."""
+    layers = layer.count
+    per_token_layer = rules.bytes_per_token(layer, dtype)
+    per_sequence = rules.sequence_bytes(layer, tokens, dtype, block_size) * layers
     devices: list[dict[str, Any]] = []
     for index, stage in enumerate(pp_ranges(layers, pp)):
         count = len(stage)
-        per_seq = count * sequence_bytes(tp)
+        per_seq = count * rules.sequence_bytes(layer, tokens, dtype, block_size, tp)
         devices.append({
             "tp": tp,
             "pp": pp,
             "stage": index,
             "stage_layers": count,
-            "kv_heads_per_device": None if kind == "mla" else max(1, kv_heads // tp),
-            "replicated": tp > 1 if kind == "mla" else kv_replication(kv_heads, tp) > 1,
-            "bytes_per_token": bytes_for(elements(tp), dtype) * count,
+            "kv_heads_per_device": rules.heads_per_device(layer, tp),
+            "replicated": rules.replicated(layer, tp),
+            "bytes_per_token": rules.bytes_per_token(layer, dtype, tp) * count,
             "bytes_per_sequence": per_seq,
             "bytes": per_seq * sequences,
         })
@@ -126,17 +131,17 @@ def uniform_state(
         "total_bytes": per_sequence * sequences,
         "fixed_bytes_per_sequence": 0,
         "kinds": [{
-            "kind": kind,
+            "kind": layer.kind,
             "layers": layers,
-            "window": window,
+            "window": layer.window,
             "dtype": dtype,
-            "elements_per_token_per_layer": elements(1),
+            "elements_per_token_per_layer": rules.elements_per_token(layer),
             "bytes_per_token_per_layer": per_token_layer,
             "bytes_per_token": per_token_layer * layers,
-            "tokens_held": held,
+            "tokens_held": rules.tokens_held(layer, tokens, block_size),
             "bytes_per_sequence": per_sequence,
             "total_bytes": per_sequence * sequences,
-            "release": RELEASE[kind],
+            "release": rules.release,
         }],
         "per_device": max(devices, key=lambda d: d["bytes"]),
         "device_sum_bytes": sum(d["bytes"] for d in devices) * tp,

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from llm_inventory.bounds import SIZE, number
-from llm_inventory.engine.kinds.base import StateLayer
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.serving import llamacpp_rules as kv
 from llm_inventory.engine.serving.base import (
     EngineSettings,

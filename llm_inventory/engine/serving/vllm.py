@@ -33,7 +33,7 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
-from llm_inventory.engine.kinds.base import StateLayer
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     ExpertPadding,

@@ -5,7 +5,7 @@ unequal pages, which per-layer KV head counts (MiMo-V2-Flash) make."""
 from __future__ import annotations
 
 from llm_inventory.engine import kinds
-from llm_inventory.engine.kinds.base import StateLayer
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.params import count_parameters
 from llm_inventory.engine.serving.base import KvLayer
 from llm_inventory.engine.serving.paged import pool_layout

@@ -16,7 +16,7 @@ import json
 import pytest
 
 from llm_inventory.engine import kinds
-from llm_inventory.engine.kinds.base import StateLayer
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.spec.hf import from_hf_config

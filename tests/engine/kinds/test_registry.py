@@ -16,7 +16,8 @@ import pytest
 
 from llm_inventory.engine import kinds
 from llm_inventory.engine.blocks import Entry, linear
-from llm_inventory.engine.kinds.base import Kind, StateLayer
+from llm_inventory.engine.kinds.base import Kind
+from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.params import count_parameters
 from llm_inventory.engine.placement import PlacementRequest, plan_placement
@@ -172,7 +173,7 @@ def _offences(path: Path) -> Iterator[str]:
 def _scanned() -> list[Path]:
     """Every consumer: engine, render and cli outside the kinds' own modules, the spec's
     model (where layer kinds are declared and validated), and `kinds/uniform.py`, which
-    sizes kinds by name on plain integers (it is no kind)."""
+    sizes `inventory kv`'s flag kinds by asking them (it is no kind)."""
     paths = [p for folder in ("engine", "render", "cli")
              for p in (PACKAGE / folder).rglob("*.py")
              if "kinds" not in p.relative_to(PACKAGE).parts]
@@ -182,12 +183,9 @@ def _scanned() -> list[Path]:
 # Branches on kinds that remain, by file: this list may only shrink, and the test fails until
 # it is shrunk when one goes. spec/model.py validates each kind's required block by naming
 # the kind (LayerKind.MLA needs `mla`, …); the placement facts and two engines switch on
-# whether a stack has an `mla` block rather than asking the kinds; kinds/uniform.py repeats
-# four kinds' rules on plain integers so that `inventory kv` loads no pydantic (the kinds'
-# modules import it through base.py). Moving those rules onto the kinds (and the kinds'
-# integer rules into pydantic-free functions uniform can call) removes the entries.
+# whether a stack has an `mla` block rather than asking the kinds. Moving those rules onto
+# the kinds removes the entries.
 KNOWN: dict[str, int] = {
-    "engine/kinds/uniform.py": 8,
     "engine/placement/facts.py": 1,
     "engine/serving/vllm_v0.py": 1,
     # vLLM's MLA backends refuse an nvfp4 cache: a switch on `mla` like the three below

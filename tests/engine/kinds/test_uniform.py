@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from llm_inventory.engine.kinds.uniform import RELEASE, uniform_state
+from llm_inventory.engine.kinds.uniform import flag_kind, uniform_state
 from llm_inventory.engine.state import StateRequest, size_state, uniform_layers
 from llm_inventory.errors import InputError
 from llm_inventory.units import DTYPE_BITS
@@ -64,8 +64,6 @@ def test_the_fast_path_is_the_engine(kind: str, layers: int, kv_heads: int, k_he
     if engine is None:
         assert fast is None, "the engine refuses this input; the fast path must leave it"
     else:
-        # A kind's rule changed in engine/kinds/ changes the engine's figure: change
-        # engine/kinds/uniform.py with it.
         assert fast is not None, "the engine accepts this input; the fast path must too"
         assert json.dumps(fast) == json.dumps(engine)
 
@@ -102,11 +100,33 @@ def test_inputs_the_engine_accepts_take_the_fast_path(args: dict[str, Any]) -> N
 
 
 def test_every_kind_the_flags_name_is_covered() -> None:
-    from llm_inventory.engine import kinds
+    for name in KINDS:
+        assert flag_kind(name) is not None, name
 
-    assert set(RELEASE) == set(KINDS)
-    for name, release in RELEASE.items():
-        assert kinds.get(name).release == release
+
+def test_the_fast_path_loads_no_pydantic() -> None:
+    """The kinds' own rules answer without the model description: run in a fresh
+    interpreter, sizing every flag kind imports no pydantic."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from llm_inventory.engine.kinds.uniform import uniform_state\n"
+            "for kind in ('full', 'sliding', 'chunked', 'mla'):\n"
+            "    assert uniform_state(kind, 8, kv_heads=8, k_head_dim=64, v_head_dim=64,\n"
+            "        window=16, latent_dim=576, tokens=100, sequences=2, dtype='bf16',\n"
+            "        block_size=16, tp=2, pp=2) is not None, kind\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_kind_that_keeps_more_than_the_flags_give_is_left_to_the_engine() -> None:
+    for name in ("mamba", "gdn", "cross", "shared", "nonesuch"):
+        assert uniform_state(name, 8, kv_heads=8, k_head_dim=64, v_head_dim=64, window=16,
+                             latent_dim=576, tokens=100, sequences=2, dtype="bf16",
+                             block_size=16, tp=1, pp=1) is None, name
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float8", "nope"])
