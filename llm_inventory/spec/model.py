@@ -428,24 +428,23 @@ class Stack(_Spec):
     def v_dim(self) -> int:
         return self.v_head_dim or self.k_dim
 
+    def _check_blocks(self) -> None:
+        """Each kind the stack names has the block it is built from (the kind's `requires`);
+        a name no kind is registered under is left to the engine, which names it."""
+        from llm_inventory.engine import kinds as layer_kinds
+        from llm_inventory.errors import InputError
+
+        for name in sorted({*(self.layer_types or []), *self.parallel_mixers}):
+            try:
+                field = layer_kinds.get(name).requires
+            except InputError:
+                continue
+            if field and not getattr(self, field):
+                raise ValueError(f"layer_types has {name} layers but {field} is not set")
+
     @model_validator(mode="after")
     def _check(self) -> Stack:
-        kinds = set(self.layer_types or [])
-        if LayerKind.SLIDING in kinds and not self.sliding_window:
-            raise ValueError("layer_types has sliding layers but sliding_window is not set")
-        if LayerKind.CHUNKED in kinds and not self.chunk_size:
-            raise ValueError("layer_types has chunked layers but chunk_size is not set")
-        if LayerKind.MLA in kinds and not self.mla:
-            raise ValueError("layer_types has mla layers but the mla block is missing")
-        if LayerKind.MAMBA in kinds | set(self.parallel_mixers) and not self.ssm:
-            raise ValueError("layer_types has mamba layers but the ssm block is missing")
-        linear = {LayerKind.GDN, LayerKind.KDA, LayerKind.LIGHTNING}
-        if kinds & linear and not self.linear_attention:
-            raise ValueError("layer_types has linear-attention layers but the "
-                             "linear_attention block is missing")
-        if LayerKind.SHORT_CONV in kinds and not self.short_conv:
-            raise ValueError("layer_types has short_conv layers but the short_conv block is "
-                             "missing")
+        self._check_blocks()
         if self.heads and self.kv_heads and self.heads % self.kv_heads:
             raise ValueError(f"heads ({self.heads}) is not a multiple of kv_heads "
                              f"({self.kv_heads})")

@@ -48,6 +48,10 @@ class Kind:
     # vLLM V1 keeps this kind's fixed state in pages of the KV block pool (a `MambaSpec`
     # layer), not beside it: see `engine/serving/paged.py`.
     paged_state: ClassVar[bool] = False
+    # The `Stack` field this kind's layers are built from (`sliding_window`, `mla`, …): a
+    # stack naming the kind in `layer_types` (or `parallel_mixers`) must set it. None: the
+    # attention fields every stack has suffice.
+    requires: ClassVar[str | None] = None
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()

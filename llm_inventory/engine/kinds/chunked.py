@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 class ChunkedAttention(Attention):
     name = "chunked"
+    requires = "chunk_size"
     release = "a finished chunk's entries are dead once the next chunk starts"
 
     def window(self, stack: Stack) -> int | None:

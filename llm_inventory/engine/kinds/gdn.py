@@ -54,6 +54,7 @@ def _dims(la: LinearAttention) -> tuple[int, int, int]:
 
 
 class GatedDeltaNet(FixedState):
+    requires = "linear_attention"
     name = "gdn"
     module = "linear_attn"
 

@@ -27,6 +27,7 @@ from llm_inventory.spec.model import Component, Shard, Stack
 
 
 class KimiDeltaAttention(FixedState):
+    requires = "linear_attention"
     name = "kda"
     module = "self_attn"
 

@@ -27,6 +27,7 @@ from llm_inventory.spec.model import Component, Shard, Stack
 
 
 class Lightning(FixedState):
+    requires = "linear_attention"
     name = "lightning"
     module = "self_attn"
 

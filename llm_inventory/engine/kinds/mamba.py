@@ -53,6 +53,7 @@ def ssm_state_elements(stack: Stack) -> int:
 
 
 class Mamba(FixedState):
+    requires = "ssm"
     name = "mamba"
     state = "recurrent"
     module = "mixer"

@@ -34,6 +34,7 @@ def _mla(stack: Stack) -> MLA:
 
 class LatentAttention(Kind):
     name = "mla"
+    requires = "mla"
     release = "held until the sequence ends (one compressed latent per token)"
     joint_latent = True
 

@@ -31,6 +31,7 @@ def _conv(stack: Stack) -> ShortConv:
 
 
 class ShortConvolution(FixedState):
+    requires = "short_conv"
     name = "short_conv"
     module = "conv"
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 class SlidingWindow(Attention):
     name = "sliding"
+    requires = "sliding_window"
     release = "entries older than the window are dead and may be freed as it slides"
 
     def window(self, stack: Stack) -> int | None:

@@ -181,17 +181,17 @@ def _scanned() -> list[Path]:
 
 
 # Branches on kinds that remain, by file: this list may only shrink, and the test fails until
-# it is shrunk when one goes. spec/model.py validates each kind's required block by naming
-# the kind (LayerKind.MLA needs `mla`, …); the placement facts and two engines switch on
-# whether a stack has an `mla` block rather than asking the kinds. Moving those rules onto
-# the kinds removes the entries.
+# it is shrunk when one goes. spec/model.py says which kind a stack without layer_types has
+# (MLA with an `mla` block, else full) and that an all-Mamba stack needs no attention heads;
+# the placement facts and the engines read the `mla` block's shapes (latent width, absorbed
+# matrices) where a stack has one. Each kind's required block is the kind's `requires`.
 KNOWN: dict[str, int] = {
     "engine/placement/facts.py": 1,
     "engine/serving/vllm_v0.py": 1,
     # vLLM's MLA backends refuse an nvfp4 cache: a switch on `mla` like the three below
     "engine/serving/vllm_v21.py": 1,
     "engine/serving/llamacpp_engine.py": 2,
-    "spec/model.py": 9,
+    "spec/model.py": 2,
 }
 
 
@@ -233,3 +233,28 @@ def test_the_scan_finds_each_kind_of_branch(tmp_path: Path, branch: str) -> None
 def test_the_scan_knows_every_registered_kind() -> None:
     assert set(kinds.names()) <= _NAMES and len(_NAMES) >= 18
     assert "LatentAttention" in _CLASSES and "Mamba" in _CLASSES
+
+
+def test_layer_kind_names_every_built_in_kind_and_each_module_is_its_kind() -> None:
+    import importlib
+
+    from llm_inventory.spec.names import LayerKind
+
+    assert kinds.BUILT_IN == tuple(kind.value for kind in LayerKind)
+    for name in kinds.BUILT_IN:
+        module = importlib.import_module(f"llm_inventory.engine.kinds.{name}")
+        assert module.KIND.name == name
+
+
+@pytest.mark.parametrize(("kind", "field"), [
+    ("sliding", "sliding_window"), ("chunked", "chunk_size"), ("mla", "mla"),
+    ("mamba", "ssm"), ("gdn", "linear_attention"), ("short_conv", "short_conv")])
+def test_a_stack_naming_a_kind_needs_the_block_the_kind_requires(kind: str, field: str) -> None:
+    from pydantic import ValidationError
+
+    from llm_inventory.spec.model import Stack
+
+    assert kinds.get(kind).requires == field
+    with pytest.raises(ValidationError, match=f"{kind} layers but {field} is not set"):
+        Stack(layers=2, hidden_size=64, heads=4, intermediate_size=128, vocab_size=10,
+              layer_types=["full", kind])
