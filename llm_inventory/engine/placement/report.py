@@ -342,9 +342,6 @@ class Reporter:
                           chunk).seconds
         ttft = busy_ttft(profile, cal, isl=bound.prompt_tokens, decoding=bound.batch - 1,
                          context=facts.context, chunk=chunk)
-        # a model of the engine never beats physics: where its steps (a pipeline's
-        # micro-batches, an overhead fitted low) land under the bound, the bound stands
-        tpot, ttft = max(tpot, bound.tpot_s), max(ttft, bound.ttft_s)
         trust = timing_trust(cal, PLACEMENT_REGIME, facts.request.device.id, "")
         band = trust.band
         per_replica = bound.batch / tpot

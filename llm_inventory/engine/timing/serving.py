@@ -184,5 +184,5 @@ def busy_ttft(p: WorkProfile, cal: Calibration, *, isl: int, decoding: float,
         return prefill_alone(p, cal, isl, chunk) + cal.server_overhead_s
     t = round_time(p, cal, Load(decode=decoding, context=context), chunk).seconds
     own = round_time(p, cal, Load(decode=decoding, context=context, prefill=isl, prompt=isl,
-                                  prompts=1), chunk).seconds
+                                  prompts=1), chunk, whole_prompts=True).seconds
     return 0.5 * t + own + cal.server_overhead_s

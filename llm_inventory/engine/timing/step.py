@@ -14,7 +14,10 @@ Rules (constants from `Calibration`):
 - Overhead: `step_overhead_s` + `layer_overhead_s` per layer (scheduling, sampling, launch).
 - Chunking: a step carries at most max_num_batched_tokens tokens; more make more steps.
 - Pipeline: a round crosses every stage once; each stage runs 1 ÷ pp of the layers for a
-  micro-batch of 1 ÷ pp of the sequences (pp micro-batches in flight).
+  micro-batch of 1 ÷ m of the sequences, m = min(pp, the round's sequences): a sequence is
+  never split across micro-batches, so fewer sequences than stages leave stages idle (a
+  lone prompt crosses the stages one after another, as vLLM schedules a request in flight
+  once), and the prompt a TTFT waits for rides whole in one micro-batch.
 """
 
 from __future__ import annotations
@@ -124,13 +127,25 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
                     communication_s=comm, overhead_s=overhead, steps=1)
 
 
-def round_time(p: WorkProfile, cal: Calibration, load: Load, chunk: int) -> StepCost:
+def round_time(p: WorkProfile, cal: Calibration, load: Load, chunk: int, *,
+               whole_prompts: bool = False) -> StepCost:
     """One round: every decoding sequence advances a token and `load.prefill` prompt tokens
     are processed, in as many steps of at most `chunk` tokens as that takes, across every
-    pipeline stage (see the module rules)."""
+    pipeline stage (see the module rules). `whole_prompts`: the round as its prompts see it,
+    each riding whole in one micro-batch (a TTFT); otherwise the prompt tokens spread over
+    the micro-batches, as each of the engine's scheduler steps fills its own token budget
+    (a round's throughput)."""
     tokens = load.decode + load.prefill
     steps = max(1, math.ceil(tokens / chunk - 1e-9))
-    one = _stage(p, cal, load, 1 / (steps * p.pp))
+    prompts = math.ceil(load.prefill / load.prompt - 1e-9) if load.prompt else \
+        (1 if load.prefill else 0)
+    micro = max(1, min(p.pp, math.floor(load.decode + prompts)))
+    # the busiest micro-batch sets the pace: its share of the decodes and of the prompts
+    per = math.ceil(prompts / micro - 1e-9) / prompts if prompts and whole_prompts \
+        else 1 / micro
+    busiest = Load(decode=load.decode / micro, context=load.context,
+                   prefill=load.prefill * per, prompt=load.prompt, prompts=load.prompts * per)
+    one = _stage(p, cal, busiest, 1 / steps)
     factor = steps * p.pp
     return StepCost(seconds=one.seconds * factor, compute_s=one.compute_s * factor,
                     memory_s=one.memory_s * factor, communication_s=one.communication_s * factor,
