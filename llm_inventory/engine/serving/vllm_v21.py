@@ -132,7 +132,7 @@ class VllmV21(VllmV1):
         FlashInfer's trtllm-gen kernels on compute capability 10.x only
         (`FlashInferBackend.supports_kv_cache_dtype`, vllm/v1/attention/backends/
         flashinfer.py); MLA backends refuse it, and the sparse-MLA record `nvfp4_ds_mla`
-        is not taken by the eras modelled."""
+        comes with 0.30 (`vllm_v30.py`)."""
         if kv_dtype != "nvfp4":
             super().check_kv_dtype(kv_dtype, spec, device)
             return
@@ -140,8 +140,8 @@ class VllmV21(VllmV1):
 
         if spec.decoder is not None and spec.decoder.mla is not None:
             raise InputError("kv_dtype", f"{self.label} keeps no MLA cache in nvfp4 (MLA "
-                             "backends refuse it; the sparse-MLA record nvfp4_ds_mla came "
-                             "after the releases modelled); use bf16 or fp8")
+                             "backends refuse it; the sparse-MLA record nvfp4_ds_mla comes "
+                             "with 0.30); use bf16 or fp8")
         capability = str(device.compute_capability or "")
         if capability.split(".")[0] != "10":
             raise InputError("kv_dtype", f"{self.label} keeps an nvfp4 cache only on compute "
