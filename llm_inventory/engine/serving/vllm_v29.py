@@ -8,18 +8,19 @@ the 0.28 module's (`vllm_v28.py`):
   (vllm/v1/core/kv_cache_utils.py) pass `available_memory − bytes of one block` to
   `_check_enough_kv_cache_memory` and `_auto_fit_max_model_len` ("Reserve the null block
   BlockPool permanently holds back, so auto-fit and the capacity check both plan against
-  usable blocks", vllm#47272). The pool itself is still cut from the whole memory, so the
-  blocks, "GPU KV cache size" and the maximum concurrency printed are 0.28's; a model whose
-  one request at max_model_len needs every block of the pool, or all but a part of one,
-  now stops at start-up (and the ValueError quotes one block less), and the longest
-  context `--max-model-len auto` picks is the one the pool holds with a block to spare.
+  usable blocks"; vllm#47272 for the check, vllm#48724 for auto-fit). The pool itself is
+  still cut from the whole memory, so the blocks, "GPU KV cache size" and the maximum
+  concurrency printed are 0.28's; a model whose one request at max_model_len needs every
+  block of the pool, or all but a part of one, now stops at start-up (and the ValueError
+  quotes one block less), and the longest context `--max-model-len auto` picks is the one
+  the pool holds with a block to spare.
 - Model Runner V2 is the default for every model (`VllmConfig.use_v2_model_runner`,
   vllm/config/vllm.py: the 0.28 architecture list and the MoE/hybrid exclusions are gone;
-  on ROCm, DeepSeek-V3.2 and V4 stay on V1; vllm#53183). Nothing this tool models moves
-  with it: both runners profile their CUDA graphs from 0.26 (this era keeps 0.21's
-  estimate for both, an estimate), and V2's profiling forward runs max_num_batched_tokens
-  tokens and samples min(tokens, max_num_seqs) rows as V1's does (`GPUModelRunner.
-  _dummy_run`, vllm/v1/worker/gpu/model_runner.py).
+  on ROCm, DeepSeek-V3.2 and V4 stay on V1). Nothing this tool models moves with it:
+  both runners profile their CUDA graphs from 0.26 (this era keeps 0.21's estimate for
+  both, an estimate), and V2's profiling forward runs max_num_batched_tokens tokens and
+  samples min(tokens, max_num_seqs) rows as V1's does (`GPUModelRunner._dummy_run`,
+  vllm/v1/worker/gpu/model_runner.py).
 - The standardized KV cache layout (vllm#51718: one allocation per group and layer
   strides, `get_kv_cache_config_from_groups`) cuts ⌊memory ÷ Σ page bytes of the largest
   group⌋ blocks (`_get_kv_cache_bytes_per_block`), which for pages of one size is 0.28's
@@ -82,10 +83,10 @@ class VllmV29(VllmV28):
         ("one block (the null block) held back from the admission check and from "
          "--max-model-len auto; the pool, its blocks and printed tokens as before",
          "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs, "
-         "check_enough_kv_cache_memory (v0.29.0; vllm#47272)"),
+         "check_enough_kv_cache_memory (v0.29.0; vllm#47272, vllm#48724)"),
         ("Model Runner V2 by default for every model (DeepSeek-V3.2/V4 stay on V1 on "
          "ROCm); the graph estimate and profiling forward as before",
-         "vllm/config/vllm.py VllmConfig.use_v2_model_runner (v0.29.0; vllm#53183)"),
+         "vllm/config/vllm.py VllmConfig.use_v2_model_runner (v0.29.0)"),
         ("standardized KV layout: blocks = ⌊memory ÷ bytes of the largest group's "
          "block⌋, the same count for pages of one size",
          "vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups, "
