@@ -19,7 +19,14 @@ Rules that changed in 0.30, from vLLM's source in the v0.30.0 release; the rest 
   freed segments are not counted as consumed (`Worker.determine_available_memory`,
   `_scoped_allocator_max_split`, vllm/v1/worker/gpu_worker.py, v0.31.0): a fix that returns
   memory to MoE models' KV pools when fragmentation had taken it, which the reserve
-  estimate never counted.
+  estimate never counted. And from 0.32 the sparse-MLA prefill workspace an fp8_ds_mla or
+  nvfp4_ds_mla cache reserves (bf16 rows of the 576-wide latent, `factor × max_model_len`
+  of them, in the worker's shared scratch workspace beside the MoE workspace) takes factor 2
+  above a max_model_len of 256K tokens instead of 5 (`AttentionConfig.
+  sparse_mla_prefill_workspace_factor`, vllm/config/attention.py; `get_prefill_workspace_
+  size`, vllm/v1/attention/backends/mla/flashmla_sparse.py, v0.32.0): 2.25 GiB rather than
+  5.6 GiB at 1M tokens. No era here counts that workspace; at long contexts a DeepSeek-V3.2
+  pool is overstated by it.
 The reserve is the 0.19 model's (`vllm_v21.py`).
 """
 
@@ -49,6 +56,10 @@ class VllmV30(VllmV29):
         ("not modelled: from 0.31 a 20 MiB allocator split limit in the profiling forward "
          "(MoE workspace fragmentation no longer taken from the pool); XPU graph profiling",
          "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory (v0.31.0)"),
+        ("not modelled: the sparse-MLA prefill workspace of an fp8/nvfp4 ds_mla cache "
+         "(factor × max_model_len bf16 rows of 576; factor 5, from 0.32 2 above 256K tokens)",
+         "vllm/v1/attention/backends/mla/flashmla_sparse.py get_prefill_workspace_size; "
+         "vllm/config/attention.py sparse_mla_prefill_workspace_factor (v0.32.0)"),
     ) + VllmV29.rules
     sparse_layouts: ClassVar[dict[str, str]] = {"fp8": "fp8_ds_mla", "nvfp4": "nvfp4_ds_mla"}
 
