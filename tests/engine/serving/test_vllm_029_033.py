@@ -193,3 +193,13 @@ def test_the_new_eras_are_listed_and_answer_their_releases() -> None:
         assert all(source for _, source in engine.rules)
         assert any("v0.29.0" in source for _, source in engine.rules)
     assert serving.get("vllm@0.34").release_warning is not None
+
+
+def test_the_160_gib_tier_still_takes_amd_through_0_33() -> None:
+    """`get_batch_defaults` gates the top tier on raw capacity in every release read
+    (v0.28.0 to v0.33.0): the MI300X and MI325X keep 16,384 batched tokens."""
+    asked = LaunchSettings(context=8192, kv_dtype="bf16")
+    for era in ("vllm@0.29", "vllm@0.31", "vllm@0.33"):
+        for device in ("mi300x", "mi325x", "b200"):
+            found = serving.get(era).settings(resolve_device(device), asked)
+            assert found.max_num_batched_tokens == 16384, (era, device)
