@@ -11,7 +11,8 @@ The rule that changed in 0.33, from vLLM's source in the v0.33.0 release; the re
   ≥ 160 GiB tier is unchanged (raw capacity, AMD included).
 Every release past 0.33 is answered by this era with a warning: 0.34 (not modelled) resolves
 the default gpu_memory_utilization anew (`CacheConfig.resolved_gpu_memory_utilization`: 1.0
-with an extensible KV cache) and moves graph profiling into the runner.
+with an extensible KV cache), moves graph profiling into the runner and raises the default
+block to 64 tokens (`CacheConfig.DEFAULT_BLOCK_SIZE`).
 The reserve is the 0.19 model's (`vllm_v21.py`).
 """
 
