@@ -39,6 +39,17 @@ from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 
 
+def packs(spec: ModelSpec, layout: str) -> bool:
+    """Whether any of `spec`'s state layers is kept in vLLM's packed record `layout`."""
+    from llm_inventory.engine import kinds
+    from llm_inventory.engine.model_state import state_layers
+
+    stack = spec.decoder
+    return stack is not None and any(
+        kinds.get(run.kind).sparse_record(run, stack, layout) is not None
+        for run in state_layers(spec))
+
+
 class VllmV30(VllmV29):
     name = "vllm"
     versions = "0.30 to 0.32 (sparse MLA in nvfp4_ds_mla on compute capability 10.x)"
@@ -64,10 +75,10 @@ class VllmV30(VllmV29):
     sparse_layouts: ClassVar[dict[str, str]] = {"fp8": "fp8_ds_mla", "nvfp4": "nvfp4_ds_mla"}
 
     def check_kv_dtype(self, kv_dtype: str, spec: ModelSpec, device: Device) -> None:
-        """0.21's check, except that a sparse-MLA model (an MLA stack with an indexer)
-        keeps an nvfp4 cache as `nvfp4_ds_mla` on compute capability 10.x."""
-        stack = spec.decoder
-        if kv_dtype != "nvfp4" or stack is None or stack.mla is None or stack.indexer is None:
+        """0.21's check, except that a model whose layers take the packed record
+        (`Kind.sparse_record`: sparse MLA) keeps an nvfp4 cache as `nvfp4_ds_mla` on
+        compute capability 10.x."""
+        if kv_dtype != "nvfp4" or not packs(spec, self.sparse_layouts["nvfp4"]):
             super().check_kv_dtype(kv_dtype, spec, device)
             return
         from llm_inventory.errors import InputError
