@@ -200,7 +200,8 @@ def test_hub_ids_resolve_as_everywhere_else(invoke: Invoke,
 def test_engines_lists_every_era(invoke: Invoke) -> None:
     data = invoke("engines", "--format", "json").json()
     eras = [(e["engine"], e["lowest"], e["default"]) for e in data["engines"]]
-    assert eras[:6] == [("vllm", "0.28", True), ("vllm", "0.26", False),
+    assert eras[:9] == [("vllm", "0.33", True), ("vllm", "0.30", False),
+                        ("vllm", "0.29", False), ("vllm", "0.28", False), ("vllm", "0.26", False),
                         ("vllm", "0.25.1", False), ("vllm", "0.21", False),
                         ("vllm", "0.11", False), ("vllm", "0.2", False)]
     assert len(data["engines"]) >= len(serving.ERAS)

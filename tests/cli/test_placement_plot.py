@@ -45,9 +45,9 @@ def test_plot_series_are_the_results_figures() -> None:
     assert series["weights"][0] == (0.0, float(d.weight_bytes))
     assert series["KV pool"][0] == (0.0, float(d.kv_pool_bytes))
     assert len(series["weights"]) == min(20, len(result.plans))
-    at = {int(x): y for x, y in series["KV tokens · vLLM 0.28"]}
+    at = {int(x): y for x, y in series["KV tokens · vLLM 0.33"]}
     assert at[8000] == d.kv_capacity_tokens  # the context asked is on the curve
-    conc = dict(series["maximum concurrency · vLLM 0.28"])
+    conc = dict(series["maximum concurrency · vLLM 0.33"])
     assert conc[8000.0] == pytest.approx(best.max_concurrency)
     assert conc[1024.0] > conc[131072.0]
 
@@ -76,7 +76,7 @@ def test_several_engines_plot_each_best_plan(invoke: Invoke, tmp_path: Path) -> 
     run = invoke(*ARGS, "--engine", "vllm,sglang", "--plot", str(target))
     assert run.code == 0, run.stderr
     text = target.read_text()
-    assert "vLLM 0.28: tp2 pp1" in text and "SGLang 0.5.23: tp2 pp1" in text
+    assert "vLLM 0.33: tp2 pp1" in text and "SGLang 0.5.23: tp2 pp1" in text
     assert "KV tokens · SGLang 0.5.23" in text
 
 

@@ -27,6 +27,9 @@ from llm_inventory.errors import InputError
 # (engine name, lowest version, module), newest era of each engine first; the first era of
 # an engine is its default. Versions compare as dotted integers.
 ERAS: tuple[tuple[str, str, str], ...] = (
+    ("vllm", "0.33", "vllm_v33"),
+    ("vllm", "0.30", "vllm_v30"),
+    ("vllm", "0.29", "vllm_v29"),
     ("vllm", "0.28", "vllm_v28"),
     ("vllm", "0.26", "vllm_v26"),
     ("vllm", "0.25.1", "vllm_v25"),

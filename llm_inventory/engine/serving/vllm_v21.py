@@ -10,6 +10,11 @@ Rules, each from vLLM's source; the rest is the 0.19 module's (`vllm.py`):
   KV size, each rounded to 4 decimals and the latter capped at 1.
 - The estimate: `vllm_graphs.py` (captured sizes × per-graph memory, from
   `GPUModelRunner.profile_cudagraph_memory`); none with `--enforce-eager`.
+- Only on CUDA: 0.21–0.25 profile graphs when `current_platform.is_cuda()` ("Skip on
+  ROCm/HIP/XPU as graph pool handles and mem_get_info behave differently", v0.21.0
+  `Worker.determine_available_memory`), so an AMD GPU (MI300X, MI325X, MI355X) subtracts no
+  graph estimate and prints no graph lines; ROCm joins from 0.26 (`vllm_v26.py`). The
+  platform is the device's vendor's (`runtimes.platform`).
 - Default gpu_memory_utilization 0.92 (`CacheConfig`, vllm/config/cache.py; 0.21 start-ups
   left at the default print "The current --gpu-memory-utilization=0.9200 …").
 - "GPU KV cache size" is ⌊maximum concurrency × max_model_len⌋, no longer blocks ÷ groups ×
@@ -29,6 +34,7 @@ from llm_inventory.engine.serving.base import (
     EngineSettings,
     KvCapacity,
     KvLayer,
+    LaunchSettings,
     PoolLayout,
     ReserveEstimate,
     StageShape,
@@ -36,6 +42,7 @@ from llm_inventory.engine.serving.base import (
     StartupReport,
 )
 from llm_inventory.engine.serving.paged import BlockPool
+from llm_inventory.engine.serving.runtimes import platform
 from llm_inventory.engine.serving.vllm import VllmV1
 from llm_inventory.engine.serving.vllm_graphs import GraphModel, estimate_graphs
 from llm_inventory.spec.devices import Device
@@ -67,6 +74,9 @@ class VllmV21(VllmV1):
         ("captured sizes 1, 2, 4, 8 … 248, 256 … up to min(2 × max_num_seqs, 512); FULL "
          "graphs up to max_num_seqs", "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes"),
         ("no graphs with --enforce-eager", "vllm/config/compilation.py CompilationConfig"),
+        ("graphs profiled on CUDA only: no estimate on ROCm (AMD GPUs) up to 0.25",
+         "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory "
+         "(current_platform.is_cuda(), v0.21.0–v0.25.1)"),
         ("default gpu_memory_utilization 0.92", "vllm/config/cache.py CacheConfig"),
         ("--max-model-len auto: the model's length, or the longest context the KV pool "
          "holds when one request at it does not fit (vllm#29431)",
@@ -86,6 +96,25 @@ class VllmV21(VllmV1):
     engine_flags: ClassVar[tuple[str, ...]] = ("enforce_eager", "enable_prefix_caching",
                                                "max_model_len_auto")
     default_utilization: ClassVar[float] = 0.92
+    #: the platforms whose workers profile CUDA graphs before sizing the pool
+    #: (`Worker.determine_available_memory`: `current_platform.is_cuda()` up to 0.25)
+    graph_platforms: ClassVar[frozenset[str]] = frozenset({"cuda"})
+    platform_flag: ClassVar[str] = "platform"
+
+    def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
+        """0.19's settings, and the device's platform when it is not CUDA
+        (`runtimes.platform`), which decides whether graphs are profiled."""
+        found = super().settings(device, asked)
+        runs_on = platform(device)
+        if runs_on == "cuda":
+            return found
+        return found.model_copy(update={"flags": {**found.flags,
+                                                  self.platform_flag: runs_on}})
+
+    def profiles_graphs(self, settings: EngineSettings) -> bool:
+        """Whether this release's worker profiles (and subtracts) CUDA graphs on the
+        device's platform."""
+        return str(settings.flags.get(self.platform_flag, "cuda")) in self.graph_platforms
 
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
         """0.19's pool, its token count printed as ⌊maximum concurrency × max_model_len⌋
@@ -103,7 +132,7 @@ class VllmV21(VllmV1):
         FlashInfer's trtllm-gen kernels on compute capability 10.x only
         (`FlashInferBackend.supports_kv_cache_dtype`, vllm/v1/attention/backends/
         flashinfer.py); MLA backends refuse it, and the sparse-MLA record `nvfp4_ds_mla`
-        is not taken by the eras modelled."""
+        comes with 0.30 (`vllm_v30.py`)."""
         if kv_dtype != "nvfp4":
             super().check_kv_dtype(kv_dtype, spec, device)
             return
@@ -111,8 +140,8 @@ class VllmV21(VllmV1):
 
         if spec.decoder is not None and spec.decoder.mla is not None:
             raise InputError("kv_dtype", f"{self.label} keeps no MLA cache in nvfp4 (MLA "
-                             "backends refuse it; the sparse-MLA record nvfp4_ds_mla came "
-                             "after the releases modelled); use bf16 or fp8")
+                             "backends refuse it; the sparse-MLA record nvfp4_ds_mla comes "
+                             "with 0.30); use bf16 or fp8")
         capability = str(device.compute_capability or "")
         if capability.split(".")[0] != "10":
             raise InputError("kv_dtype", f"{self.label} keeps an nvfp4 cache only on compute "
@@ -127,7 +156,8 @@ class VllmV21(VllmV1):
     def reserve(self, shape: StageShape, settings: EngineSettings) -> ReserveEstimate:
         """0.19's reserve plus the CUDA-graph estimate (both estimates)."""
         base = super().reserve(shape, settings)
-        if settings.flags.get("enforce_eager") or not shape.has_layers:
+        if settings.flags.get("enforce_eager") or not shape.has_layers \
+                or not self.profiles_graphs(settings):
             return base
         graphs = estimate_graphs(
             self.graph_model, max_num_seqs=settings.max_num_seqs,

@@ -9,6 +9,10 @@
   transient of about 128 KiB per batched context token as graph memory (vllm#50780:
   0.56 → 4.2 GiB, the pool 18–24 % smaller than on 0.23 for Qwen3.5-122B-A10B); this era
   undercounts that reserve, which `inventory engines vllm@0.26` states.
+- ROCm profiles graphs too from 0.26.0 (`current_platform.is_cuda_alike()` in
+  `Worker.determine_available_memory`, vllm/v1/worker/gpu_worker.py; vllm#44825 moved the
+  profiler to `torch.accelerator.get_memory_info`, reliable on ROCm): an AMD GPU's pool loses
+  the graph estimate as a CUDA GPU's does (up to 0.25 it lost none).
 The reserve is the 0.19 model's, its band extrapolated (`engine/serving/bands.py`): no
 start-up of this era with its weights, reserve and pool all printed and a known config was found to
 measure it on (tests/engine/serving/test_engine_logs_2026.py replays what was found).
@@ -19,6 +23,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from llm_inventory.engine.serving.vllm_v21 import VllmV21
+
+GRAPH_RULE = "graphs profiled on CUDA only"
 
 
 class VllmV26(VllmV21):
@@ -36,7 +42,11 @@ class VllmV26(VllmV21):
         ("not modelled: hybrid GDN models' profiling transient (~128 KiB per batched context "
          "token) charged as graph memory, the pool 18–24 % below 0.23's",
          "vllm/v1/worker/gpu_model_runner.py profile_cudagraph_memory (vllm#50780)"),
-    ) + VllmV21.rules
+        ("graphs profiled on CUDA and ROCm: AMD GPUs lose the graph estimate too",
+         "vllm/v1/worker/gpu_worker.py Worker.determine_available_memory "
+         "(current_platform.is_cuda_alike(), v0.26.0; vllm#44825)"),
+    ) + tuple(rule for rule in VllmV21.rules if not rule[0].startswith(GRAPH_RULE))
+    graph_platforms: ClassVar[frozenset[str]] = frozenset({"cuda", "rocm"})
 
 
 ENGINE = VllmV26()

@@ -32,8 +32,7 @@ TIER_BYTES = 160 * GIB  # `get_batch_defaults`: the top tier's device memory
 
 class VllmV28(VllmV26):
     name = "vllm"
-    versions = "0.28 and later (≥ 160 GiB tier of batch defaults, 1024-batch graphs on " \
-               "Blackwell)"
+    versions = "0.28 (≥ 160 GiB tier of batch defaults, 1024-batch graphs on Blackwell)"
     version = "0.28"
     label = "vLLM 0.28"
     summary = ("as 0.21, with max_num_batched_tokens 16384 by default on devices of "

@@ -15,7 +15,7 @@ from llm_inventory.spec.hf import from_hf_config
 from tests.reference import DATA
 
 LOGS = DATA / "engine-logs-2026"
-REPLAYED = {"N01", "N02", "N04"}
+REPLAYED = {"N01", "N02", "N04", "N05"}
 NOT_REPLAYED = {
     "N03": "no 0.26 era is modelled and the 122B config is not held; it documents what the "
            "0.21 era misses for hybrid GDN models from 0.26",
@@ -76,3 +76,35 @@ def test_n04_dense_models_reserve_no_graph_memory_on_0_25() -> None:
         graphs[era] = plan.per_device.reserve.cuda_graph_bytes
     assert graphs["vllm@0.25.1"] == record["figures"]["cuda_graph_reserve_gib_0_25_1"]
     assert graphs["vllm@0.23"] > 0 and graphs["vllm@0.26"] == graphs["vllm@0.23"]
+
+
+def test_n05_a_0_29_fit_check_needs_what_it_printed_and_estimates_its_length() -> None:
+    """MiniMax-M2.7 at TP 2 on two GB10s, vLLM 0.29: 126,976 B a token a rank, 23.25 GiB for
+    196,608 tokens; the estimated maximum length 190,272 is the 0.29 era's for a pool
+    inside the printed 22.5 GiB's rounding (the pool itself is taken as printed: the GB10,
+    the AWQ weights and the reserve are not replayed)."""
+    import re
+
+    from llm_inventory.spec.devices import custom_device
+
+    record = _records()["N05"]
+    f = record["figures"]
+    path = LOGS / record["model_config"]
+    spec = from_hf_config(json.loads(path.read_text()), path.name)
+    gib = 2**30
+    device = custom_device(400 * gib, resolve_device("h100"))  # room for any weights
+    estimates = set()
+    for hundredths in range(-5, 5):  # the printed 22.5 GiB: [22.495, 22.505) GiB
+        pool = int((f["kv_pool_gib"] + hundredths / 1000) * gib)
+        plan = plan_placement(spec, PlacementRequest(
+            device=device, count=2, tp=2, pp=1, engine=record["era"],
+            context=record["flags"]["max_model_len"],
+            engine_flags={"kv_cache_memory": pool})).plans[0]
+        assert plan.per_device is not None and plan.per_device.kv_bytes_per_token == 126_976
+        error = plan.startup_error
+        assert error is not None
+        assert f"({f['kv_needed_gib']:.2f} GiB KV cache is needed" in error
+        found = re.search(r"estimated maximum model length is (\d+)", error)
+        assert found is not None
+        estimates.add(int(found.group(1)))
+    assert f["estimated_max_model_len"] in estimates

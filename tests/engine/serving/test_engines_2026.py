@@ -59,11 +59,12 @@ def test_blackwell_captures_graphs_up_to_1024_from_0_28() -> None:
 
 def test_a_newer_release_is_answered_by_the_newest_era_with_a_warning(
         invoke: Invoke) -> None:
-    engine = serving.get("vllm@0.33")
-    assert isinstance(engine, VllmV28) and engine.version == "0.33"
+    engine = serving.get("vllm@0.34")
+    assert isinstance(engine, VllmV28) and engine.version == "0.34"
     assert engine.release_warning is not None and "newer than the newest release " \
-        "modelled (0.28)" in engine.release_warning
+        "modelled (0.33)" in engine.release_warning
     assert serving.get("vllm@0.28").release_warning is None
+    assert serving.get("vllm@0.33").release_warning is None
     assert serving.get("vllm").release_warning is None
     assert serving.get("vllm@0.25").release_warning is None
     assert serving.get("trtllm@1.3").release_warning is not None
@@ -72,8 +73,8 @@ def test_a_newer_release_is_answered_by_the_newest_era_with_a_warning(
     assert run.code == 0 and "newer than the newest release" in run.stderr
     assert "newer than the newest release" not in run.stdout
     data = invoke("engines", "vllm@0.40", "--format", "json").json()
-    assert "0.28" in data["warning"]
-    plan = invoke("placement", "llama-3.1-8b", "-d", "h100", "-n", "1", "-e", "vllm@0.31",
+    assert "0.33" in data["warning"]
+    plan = invoke("placement", "llama-3.1-8b", "-d", "h100", "-n", "1", "-e", "vllm@0.34",
                   "--format", "json").json()
     assert any("newer than the newest release" in note for note in plan["notes"])
 
@@ -151,7 +152,7 @@ def test_max_model_len_auto_starts_at_the_longest_context_the_pool_holds() -> No
     spec = from_hf_config(json.loads(path.read_text()), str(path))
     flags = {"kv_cache_memory": 8 * 2**30}
     request = PlacementRequest(device=resolve_device("h100"), count=1, tp=1, context=131072,
-                               engine_flags=flags)
+                               engine="vllm@0.28", engine_flags=flags)
     fixed = plan_placement(spec, request).plans[0]
     assert fixed.startup_error is not None and fixed.longest_context == 65536
     auto = plan_placement(spec, request.model_copy(update={
@@ -258,7 +259,7 @@ def test_nvfp4_kv_is_taken_from_the_0_21_era_on_blackwell_only() -> None:
     v32 = DATA / "configs-2026/DeepSeek-V3.2.json"
     refused = ((spec, "h100", "vllm", "compute capability 10.x"),
                (spec, "b200", "vllm@0.19", "not a KV cache dtype"),
-               (from_hf_config(json.loads(v32.read_text()), str(v32)), "b200", "vllm",
+               (from_hf_config(json.loads(v32.read_text()), str(v32)), "b200", "vllm@0.28",
                 "no MLA cache in nvfp4"))
     for model, device, era, words in refused:
         try:

@@ -147,7 +147,7 @@ def test_v0_prints_its_own_lines_and_stops_in_its_words() -> None:
 
 def test_eras_and_defaults() -> None:
     assert isinstance(serving.get("vllm"), VllmV21)
-    assert serving.get("vllm").version == "0.28"
+    assert serving.get("vllm").version == "0.33"
     assert type(serving.get("vllm@0.19")) is VllmV1
     v020 = serving.get("vllm@0.20.2")  # the 0.11–0.20 era, answering as 0.20.2
     assert isinstance(v020, VllmV1) and not isinstance(v020, VllmV21)
