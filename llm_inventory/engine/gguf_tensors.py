@@ -2,8 +2,9 @@
 
 A GGUF file type (`Q4_K_M`, `Q3_K_L`, `IQ4_XS` …) names a mix, not one type: llama.cpp's
 `llama-quantize` picks each tensor's ggml type by its role, its layer and the model's shape.
-The rules here are those of `src/llama-quant.cpp` (ggml-org/llama.cpp, b8xxx, commit
-007dbbf; the K-quant mixes have been stable since the b2xxx releases of early 2024):
+The rules here are those of `src/llama-quant.cpp` (ggml-org/llama.cpp at commit 007dbbf3;
+the K-quant mixes have stood since the b2xxx releases of early 2024, except that `attn_qkv`
+had a branch of its own, Q5_K throughout for Q4_K_M, before it joined the attn_v rules):
 
 - `llama_ftype_get_default_type`: the file type's default tensor type (`FILE_DEFAULTS`);
   a bare ggml type name that is no file type (`q4_k`) is read as `llama-quantize --pure`:
