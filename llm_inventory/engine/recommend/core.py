@@ -21,6 +21,7 @@ from llm_inventory.engine.recommend.models import (
     RecommendResult,
     Status,
 )
+from llm_inventory.engine.serving import get as get_engine
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
@@ -543,20 +544,25 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
     plans: list[RecommendedPlan] = []
     pareto: list[ParetoPoint] = []
     evaluators: dict[tuple[str, str], Evaluator] = {}
-    for device in request.devices:
-        for engine in request.engines:
-            ev = Evaluator(spec, request, device, engine, lengths, cal)
-            evaluators[(device.id, ev.placed.engine)] = ev
-            for plan in ev.placed.plans:
-                if not plan.legal or not plan.fits:
-                    continue
-                if plan.disaggregation is not None and not request.disaggregation:
-                    continue
-                found = (_disaggregated(ev, plan, request)
-                         if plan.disaggregation == "prefill/decode"
-                         else _plain(ev, plan, request, pareto))
-                if found is not None:
-                    plans.append(found)
+    pairs = [(device, engine) for device in request.devices for engine in request.engines
+             if device.runs(get_engine(engine).name)]
+    if not pairs:
+        raise InputError("engine", "no engine asked runs on the devices asked: "
+                         + "; ".join(f"{d.id} runs {', '.join(d.engines)}"
+                                     for d in request.devices if d.engines))
+    for device, engine in pairs:
+        ev = Evaluator(spec, request, device, engine, lengths, cal)
+        evaluators[(device.id, ev.placed.engine)] = ev
+        for plan in ev.placed.plans:
+            if not plan.legal or not plan.fits:
+                continue
+            if plan.disaggregation is not None and not request.disaggregation:
+                continue
+            found = (_disaggregated(ev, plan, request)
+                     if plan.disaggregation == "prefill/decode"
+                     else _plain(ev, plan, request, pareto))
+            if found is not None:
+                plans.append(found)
     ordered = _order(plans, request.objective, request.targets.percentile)
     chosen = ordered[0] if ordered else None
     launch: str | None = None
@@ -646,7 +652,7 @@ def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -
                             flags=dict(facts.settings.flags), **common))  # type: ignore[arg-type]
     others = {}
     for name in serving.names():
-        if name != facts.engine.name:
+        if name != facts.engine.name and facts.request.device.runs(name):
             command = joined(plan_lines(serving.get(name), request.model_ref,
                                         **common))  # type: ignore[arg-type]
             if command is not None:
