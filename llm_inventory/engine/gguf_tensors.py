@@ -118,8 +118,24 @@ def file_type(name: str) -> tuple[str, str, bool] | None:
     return None
 
 
+_CONTEXTS: dict[int, tuple[ModelSpec, GgufContext]] = {}
+
+
 def context_of(spec: ModelSpec) -> GgufContext:
-    """The facts of `spec` the type choice reads (all zero for a model with no decoder)."""
+    """The facts of `spec` the type choice reads (all zero for a model with no decoder).
+
+    Kept for the last specs asked (a search asks for the same spec's once per candidate)."""
+    found = _CONTEXTS.get(id(spec))
+    if found is not None and found[0] is spec:
+        return found[1]
+    if len(_CONTEXTS) >= 64:
+        _CONTEXTS.clear()
+    context = _context(spec)
+    _CONTEXTS[id(spec)] = (spec, context)
+    return context
+
+
+def _context(spec: ModelSpec) -> GgufContext:
     stack = spec.decoder
     arch = (spec.model_type or "").lower()
     if stack is None:
