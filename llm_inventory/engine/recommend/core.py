@@ -544,25 +544,26 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
     plans: list[RecommendedPlan] = []
     pareto: list[ParetoPoint] = []
     evaluators: dict[tuple[str, str], Evaluator] = {}
-    pairs = [(device, engine) for device in request.devices for engine in request.engines
-             if device.runs(get_engine(engine).name)]
-    if not pairs:
+    if not any(d.runs(get_engine(e).name) for d in request.devices for e in request.engines):
         raise InputError("engine", "no engine asked runs on the devices asked: "
                          + "; ".join(f"{d.id} runs {', '.join(d.engines)}"
                                      for d in request.devices if d.engines))
-    for device, engine in pairs:
-        ev = Evaluator(spec, request, device, engine, lengths, cal)
-        evaluators[(device.id, ev.placed.engine)] = ev
-        for plan in ev.placed.plans:
-            if not plan.legal or not plan.fits:
+    for device in request.devices:
+        for engine in request.engines:
+            if not device.runs(get_engine(engine).name):
                 continue
-            if plan.disaggregation is not None and not request.disaggregation:
-                continue
-            found = (_disaggregated(ev, plan, request)
-                     if plan.disaggregation == "prefill/decode"
-                     else _plain(ev, plan, request, pareto))
-            if found is not None:
-                plans.append(found)
+            ev = Evaluator(spec, request, device, engine, lengths, cal)
+            evaluators[(device.id, ev.placed.engine)] = ev
+            for plan in ev.placed.plans:
+                if not plan.legal or not plan.fits:
+                    continue
+                if plan.disaggregation is not None and not request.disaggregation:
+                    continue
+                found = (_disaggregated(ev, plan, request)
+                         if plan.disaggregation == "prefill/decode"
+                         else _plain(ev, plan, request, pareto))
+                if found is not None:
+                    plans.append(found)
     ordered = _order(plans, request.objective, request.targets.percentile)
     chosen = ordered[0] if ordered else None
     launch: str | None = None
