@@ -3,7 +3,7 @@
 - Weights: the checkpoint's own dtype and quantization, unless `dtype` overrides them: a
   16/32-bit float re-types every tensor; 8 bits and fewer quantize matmul weights at load
   time as an engine would (one scale per tensor; embeddings and lm_head unquantized); a GGUF
-  type (`q8_0`, `Q4_K_M` …) stores the matmul weights in ggml's blocks.
+  type (`q8_0`, `Q4_K_M` …) types every tensor as llama.cpp's quantizer does.
 - KV cache: the request's, else the model's dtype; engines offer no KV dtype below 8 bits.
 - Activations: the model's dtype when it is a 16/32-bit float, else bf16.
 """
@@ -24,20 +24,14 @@ def runtime_quantization(dtype: str) -> Quantization | None:
     return Quantization(method=f"runtime-{normalize_dtype(dtype)}", bits=bits)
 
 
-def gguf_quantization(name: str) -> Quantization | None:
-    """A GGUF weight type (`q8_0`, `q4_k`, `iq4_xs`, or a file type such as `Q4_K_M`, sized
-    as its dominant tensor type) as a quantization of the matmul weights: each ggml block of
-    `values` takes `bytes` (`type_traits`, ggml/src/ggml.c), written as a 16-bit scale per
-    block and the rest per value. None for a name that is not one."""
-    from llm_inventory.engine.serving.ggml_types import FILE_TYPES, GGML_TYPES
+def gguf_quantization(name: str, spec: ModelSpec) -> Quantization | None:
+    """A GGUF file type (`Q4_K_M`, `q8_0`, `IQ4_XS` …) or ggml type (`q4_k`, read as
+    llama-quantize's `--pure`) for `spec`: each tensor typed as llama.cpp's quantizer types
+    it (`engine.gguf_tensors`), labelled by the bits of its default type. None for a name
+    that is neither."""
+    from llm_inventory.engine.gguf_tensors import gguf_quantization as typed
 
-    key = name.strip().lower().replace("-", "_")
-    tensor_type = FILE_TYPES.get(key, key)
-    if tensor_type not in GGML_TYPES or GGML_TYPES[tensor_type][0] == 1:
-        return None
-    values, size = GGML_TYPES[tensor_type]
-    return Quantization(method=f"gguf-{key}", bits=(size * 8 - 16) / values,
-                        group_size=values, scale_bits=16)
+    return typed(name, spec)
 
 
 def weight_dtypes(spec: ModelSpec, dtype: str | None) -> tuple[str, Quantization | None]:
@@ -45,7 +39,7 @@ def weight_dtypes(spec: ModelSpec, dtype: str | None) -> tuple[str, Quantization
     base = normalize_dtype(spec.dtype)
     if dtype is None:
         return base, spec.quantization
-    gguf = gguf_quantization(dtype)
+    gguf = gguf_quantization(dtype, spec)
     if gguf is not None:
         return base, gguf
     wanted = normalize_dtype(dtype, "dtype")

@@ -34,7 +34,7 @@ from llm_inventory.engine.trust import roofline as trust_roofline
 from llm_inventory.engine.weight_scheme import WeightScheme, describe_weights
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
-from llm_inventory.spec.model import Component, Family, ModelSpec
+from llm_inventory.spec.model import Component, Family, ModelSpec, Quantization
 from llm_inventory.units import DTYPE_BITS, normalize_dtype
 
 
@@ -427,13 +427,13 @@ def build_inventory(spec: ModelSpec, request: InventoryRequest) -> Inventory:
         stages=_stages(spec, params, bool(layers)),
         splits=_splits(spec, bool(layers)),
         timing=timing,
-        trust=_trust(spec, timing, source),
+        trust=_trust(spec, timing, source, quant),
     )
 
 
 def _trust(spec: ModelSpec, timing: Timing | None,
            weights_from: Literal["config", "checkpoint headers", "checkpoint index"] = "config",
-           ) -> dict[str, Trust]:
+           quant: Quantization | None = None) -> dict[str, Trust]:
     """How each group was obtained. Weight bytes read from a checkpoint are exact for any
     architecture (what the files hold), whatever the config's count is labelled."""
     given = spec.coarse is not None
@@ -442,7 +442,12 @@ def _trust(spec: ModelSpec, timing: Timing | None,
     found = {"parameters": tensors,
              "state": counted(spec, "bytes per token, as each layer kind keeps them"),
              "shapes": tensors, "communication": counted(spec, "payloads per layer and token")}
-    if weights_from != "config":
+    from llm_inventory.engine.gguf_tensors import gguf_trust
+
+    gguf = gguf_trust(spec, quant)
+    if gguf is not None:
+        found["weights"] = gguf
+    elif weights_from != "config":
         found["weights"] = exact(f"read from the {weights_from}; the config's count is "
                                  "shown beside them under checkpoint")
     if timing is not None:

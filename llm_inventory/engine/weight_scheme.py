@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from llm_inventory.engine.dtypes import weight_dtypes
+from llm_inventory.engine.gguf_tensors import GgufQuantization, describe
 from llm_inventory.spec.model import ModelSpec, Quantization
 from llm_inventory.units import DTYPE_BITS
 
@@ -52,6 +53,12 @@ def describe_weights(spec: ModelSpec, dtype: str | None = None) -> WeightScheme:
                             bits=None, group_size=None, block=None, per_channel=False,
                             scale_bits=None, zero_point=False, experts_only=False, ignored=[],
                             runtime=False)
+    if isinstance(q, GgufQuantization):
+        label, short = describe(q)
+        return WeightScheme(label=label, short=short, unquantized_dtype=base, method=q.method,
+                            bits=q.bits, group_size=q.group_size, block=None,
+                            per_channel=False, scale_bits=q.scale_bits, zero_point=False,
+                            experts_only=False, ignored=[], runtime=False)
     runtime = q.method.startswith("runtime-")
     method = q.method.removeprefix("runtime-")
     bits = f"{q.bits:g}-bit"

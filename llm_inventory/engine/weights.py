@@ -14,6 +14,7 @@ import fnmatch
 import re
 from functools import lru_cache
 
+from llm_inventory.engine.gguf_tensors import GgufQuantization, tensor_bytes
 from llm_inventory.engine.tensors import TensorGroup
 from llm_inventory.spec.model import Component, Quantization
 from llm_inventory.units import dtype_bits
@@ -101,7 +102,10 @@ def quantized_bits(shape: tuple[int, ...], experts: int, q: Quantization) -> flo
 
 def copy_bytes(group: TensorGroup, dtype: str, q: Quantization | None,
                layer: int | None) -> int:
-    """Bytes of one copy of `group` (its tensor in `layer`) as the checkpoint stores it."""
+    """Bytes of one copy of `group` (its tensor in `layer`) as the checkpoint stores it; a
+    GGUF file type types each tensor as llama.cpp's quantizer does (`gguf_tensors`)."""
+    if isinstance(q, GgufQuantization):
+        return tensor_bytes(group, layer, q, dtype)
     if q is not None and group.linear and quantizes(group, q, layer):
         return -(-int(quantized_bits(group.shape, group.experts, q) + 0.5) // 8)
     return -(-group.elements * dtype_bits(dtype) // 8)
@@ -117,7 +121,7 @@ def group_bytes(group: TensorGroup, dtype: str, q: Quantization | None) -> int:
     Memoised on (group, dtype, quantization): the per-layer ignore-list matching it needs
     is the same for every split a search sizes.
     """
-    if q is None or not group.linear:
+    if q is None or (not group.linear and not isinstance(q, GgufQuantization)):
         return -(-group.parameters * dtype_bits(dtype) // 8)
     key = (group, dtype, repr(q))
     found = _GROUP_BYTES.get(key)

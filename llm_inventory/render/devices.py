@@ -81,7 +81,8 @@ def devices_table(
         )
     notes = [
         "memory: the total the runtime reports (torch.cuda.mem_get_info, vLLM's total); "
-        f"{_NOT_RUNTIME} not a runtime figure (driver total or marketing). "
+        f"{_NOT_RUNTIME} not a runtime figure (driver total, marketing or estimate); on "
+        "unified-memory devices, the GPU working-set cap. "
         "FLOP/s are dense peaks; link bandwidths per device, per direction.",
         "Sources of every figure: inventory devices ID",
     ]
@@ -115,6 +116,10 @@ def device_detail(device: Device, units: UnitSystem) -> list[Table | Text]:
     if device.memory_marketing_bytes is not None:
         marketed += f" ({device.memory_marketing_bytes:,} B)"
     row("memory (marketed)", "memory_marketing_bytes", marketed)
+    if device.unified_memory_bytes is not None:
+        row("unified memory (shared with the CPU)", "unified_memory_bytes",
+            f"{memory(device.unified_memory_bytes, units)} "
+            f"({device.unified_memory_bytes:,} B)")
     bandwidth = device.memory_bandwidth_bytes_per_s
     row(
         "memory bandwidth",
@@ -123,7 +128,8 @@ def device_detail(device: Device, units: UnitSystem) -> list[Table | Text]:
     )
     row("BF16 dense", "bf16_flops", _flops(device.bf16_flops))
     # A sourced null is a known absence (no FP8 unit); an unsourced one is simply unknown.
-    no_fp8 = "none" if "fp8_flops" in device.sources else "—"
+    fp8_source = device.sources.get("fp8_flops", "not published")
+    no_fp8 = "—" if fp8_source.startswith("not published") else "none"
     row("FP8 dense", "fp8_flops", _flops(device.fp8_flops, missing=no_fp8))
     if device.fp4_flops is not None:
         row("FP4 dense", "fp4_flops", _flops(device.fp4_flops))
@@ -145,6 +151,8 @@ def device_detail(device: Device, units: UnitSystem) -> list[Table | Text]:
         "inter_node_bandwidth_bytes_per_s",
         _link(device.inter_node_link, device.inter_node_bandwidth_bytes_per_s),
     )
+    if device.engines:
+        row("engines that run on it", "engines", ", ".join(device.engines))
     parts.append(table)
     return parts
 

@@ -49,6 +49,9 @@ FIGURE_FIELDS = (
     "inter_node_bandwidth_bytes_per_s",
 )
 
+#: Facts only some devices have; `sources` names them where a device states them.
+OPTIONAL_FACTS = ("unified_memory_bytes", "engines")
+
 _ID_PATTERN = r"^[a-z0-9][a-z0-9._+-]*$"
 
 
@@ -58,6 +61,7 @@ class MemoryBasis(StrEnum):
     RUNTIME = "runtime"  # the runtime's total (cudaMemGetInfo / HIP): what engines budget
     DRIVER = "driver"  # the driver's total (nvidia-smi), above the runtime's by some MiB
     MARKETING = "marketing"  # the vendor's "N GB" as N GiB (as parts are built); no runtime figure
+    ESTIMATE = "estimate"  # a documented rule applied where no runtime figure was read
     USER = "user"  # given by the user for this run
 
 
@@ -173,6 +177,15 @@ class Device(BaseModel):
     inter_node_bandwidth_bytes_per_s: Bytes | None = Field(
         default=None, description="Per device, per direction."
     )
+    unified_memory_bytes: Bytes | None = Field(
+        default=None,
+        description="Memory the device shares with its host CPU (unified memory); None for a "
+        "discrete device. `memory_bytes` is then the GPU runtime's working-set cap, not this.",
+    )
+    engines: tuple[str, ...] = Field(
+        default=(), max_length=16,
+        description="The serving engines that run on this device; empty: every engine.",
+    )
     sources: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")
@@ -201,13 +214,17 @@ class Device(BaseModel):
     @field_validator("sources")
     @classmethod
     def _known_figures(cls, value: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(value) - set(FIGURE_FIELDS))
+        unknown = sorted(set(value) - set(FIGURE_FIELDS) - set(OPTIONAL_FACTS))
         if unknown:
             raise _invalid(
                 f"sources names no figure: {', '.join(unknown)}; "
-                f"figures are {', '.join(FIGURE_FIELDS)}"
+                f"figures are {', '.join(FIGURE_FIELDS + OPTIONAL_FACTS)}"
             )
         return value
+
+    def runs(self, engine: str) -> bool:
+        """Whether the serving engine named `engine` runs on this device."""
+        return not self.engines or engine in self.engines
 
     def names(self) -> tuple[str, ...]:
         """Every name this device answers to: its id, then its aliases."""

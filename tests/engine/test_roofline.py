@@ -22,17 +22,31 @@ def timing(device: str, batch: int = 1, prompt: int = 1000, context: int = 8000)
     return result.timing
 
 
-@pytest.mark.parametrize("device", [d.id for d in list_devices()])
+# A roofline needs a peak: devices whose vendor publishes no BF16 rate (Apple, GB10) have none.
+PEAKED = [d.id for d in list_devices() if d.bf16_flops is not None]
+
+
+@pytest.mark.parametrize("device", PEAKED)
 def test_decode_is_bandwidth_bound_at_batch_one_everywhere(device: str) -> None:
     t = timing(device, batch=1)
     assert t.decode_bound == "memory bandwidth"
     assert t.decode_intensity < t.ridge_flops_per_byte
 
 
-@pytest.mark.parametrize("device", [d.id for d in list_devices()])
+@pytest.mark.parametrize("device", PEAKED)
 def test_prefill_is_compute_bound_at_long_prompts(device: str) -> None:
     t = timing(device, prompt=16_000, context=16_000)
     assert t.prefill_bound == "compute"
+
+
+def test_no_roofline_without_a_published_peak() -> None:
+    """No bound is made up where the vendor publishes no peak FLOP/s."""
+    unpeaked = [d.id for d in list_devices() if d.bf16_flops is None]
+    assert {"dgx-spark", "m4-max-128gb"} <= set(unpeaked)
+    for device in unpeaked:
+        request = InventoryRequest(device=resolve_device(device), batch=1, prompt_tokens=1000,
+                                   context=8000)
+        assert build_inventory(SPEC, request).timing is None
 
 
 @settings(max_examples=25, deadline=None)

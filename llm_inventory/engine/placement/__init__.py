@@ -228,6 +228,7 @@ def result_of(spec: ModelSpec, found: Search, concurrency: int) -> PlacementResu
 
 def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
     """How each field group of a placement result was obtained."""
+    from llm_inventory.engine.gguf_tensors import gguf_trust
     from llm_inventory.engine.serving.bands import reserve_trust
     from llm_inventory.spec.calibration import default_calibration
 
@@ -237,6 +238,7 @@ def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
         # A checkpoint's headers keep the weights exact even for an estimated architecture.
         "weights": (exact("read from the checkpoint's tensors, with the engine's padding")
                     if facts.layout.from_checkpoint else
+                    gguf_trust(facts.spec, facts.quant) or
                     counted(facts.spec, "counted from the model's tensors, with the engine's "
                             "padding")),
         "state": counted(facts.spec, "bytes per token and per sequence, as each layer kind "

@@ -29,6 +29,7 @@ from llm_inventory.engine.serving.base import (
 )
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.engine.weight_scheme import WeightScheme, describe_weights
+from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec, MoE, Quantization, Stack
 from llm_inventory.units import DTYPE_BITS
 
@@ -302,6 +303,9 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     """Resolve the engine, its settings and the model's weights and state for a search."""
     engine = get_engine(request.engine)
     device = request.device
+    if not device.runs(engine.name):
+        raise InputError("engine", f"{engine.name} does not run on {device.name}; engines "
+                         f"that do: {', '.join(device.engines)}")
     weight_dtype, quant = weight_dtypes(spec, request.dtype)
     own = engine.kv_dtype_word(request.kv_dtype) if request.kv_dtype else None
     if own is not None:  # the engine's own cache type: its flags ask for it (flags given win)

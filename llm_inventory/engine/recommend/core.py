@@ -21,6 +21,7 @@ from llm_inventory.engine.recommend.models import (
     RecommendResult,
     Status,
 )
+from llm_inventory.engine.serving import get as get_engine
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
@@ -543,8 +544,14 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
     plans: list[RecommendedPlan] = []
     pareto: list[ParetoPoint] = []
     evaluators: dict[tuple[str, str], Evaluator] = {}
+    if not any(d.runs(get_engine(e).name) for d in request.devices for e in request.engines):
+        raise InputError("engine", "no engine asked runs on the devices asked: "
+                         + "; ".join(f"{d.id} runs {', '.join(d.engines)}"
+                                     for d in request.devices if d.engines))
     for device in request.devices:
         for engine in request.engines:
+            if not device.runs(get_engine(engine).name):
+                continue
             ev = Evaluator(spec, request, device, engine, lengths, cal)
             evaluators[(device.id, ev.placed.engine)] = ev
             for plan in ev.placed.plans:
@@ -646,7 +653,7 @@ def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -
                             flags=dict(facts.settings.flags), **common))  # type: ignore[arg-type]
     others = {}
     for name in serving.names():
-        if name != facts.engine.name:
+        if name != facts.engine.name and facts.request.device.runs(name):
             command = joined(plan_lines(serving.get(name), request.model_ref,
                                         **common))  # type: ignore[arg-type]
             if command is not None:
