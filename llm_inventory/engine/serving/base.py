@@ -25,6 +25,7 @@ from llm_inventory.spec.model import ModelSpec
 
 if TYPE_CHECKING:
     from llm_inventory.engine.device_weights import WeightLayout
+    from llm_inventory.engine.speculative import DraftRule
 
 FlagValue = str | int | float | bool
 
@@ -536,6 +537,15 @@ class ServingEngine(ABC):
         than an engine registered before it with the same programs (a fork's own flags or
         path); False by default."""
         return False
+
+    def draft_rule(self) -> DraftRule:
+        """How the engine places a speculative drafter (`engine/speculative.py`): by default
+        its weights and KV inside the budget, the draft at tp 1 or the target's."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        return DraftRule(weights_budgeted=True, kv_budgeted=True,
+                         source="the drafter's weights beside the target's and its KV "
+                         "layers in the same pool (generic rule)")
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);

@@ -67,6 +67,7 @@ from llm_inventory.units import MIB
 
 if TYPE_CHECKING:
     from llm_inventory.engine.device_weights import WeightLayout
+    from llm_inventory.engine.speculative import DraftRule
 
 CUDA_CONTEXT = 300 * MIB  # CUDA context and cuBLAS workspace per device (an estimate)
 ALL = -1  # n_gpu_layers: every layer
@@ -197,6 +198,18 @@ class LlamaCpp(ServingEngine):
         }
 
     # --- settings -------------------------------------------------------------------------
+
+    def draft_rule(self) -> DraftRule:
+        """llama-server loads the draft (-md) as a second model with -ngld layers on the
+        GPUs and a context of -cd cells, by default the target's per-sequence context
+        for each slot (tools/server/server.cpp load_model: params_dft.n_ctx = n_ctx ÷
+        n_parallel, later llama_n_ctx_seq); nothing is profiled: both are allocated as
+        asked, so the device must hold both."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        return DraftRule(weights_budgeted=True, kv_budgeted=True, draft_tps=(), source=(
+            "draft model loaded beside the target, its context the target's cells per slot "
+            "(tools/server/server.cpp load_model, params_dft.n_ctx)"))
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         unknown = sorted(set(asked.flags) - set(FLAGS))

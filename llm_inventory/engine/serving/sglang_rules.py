@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -66,6 +66,9 @@ from llm_inventory.units import GIB, MIB
 FractionRule = Literal["tp", "tp_large", "parallel", "gpu_table", "reserve"]
 TierRule = Literal["v04", "v047", "v048", "v053", "v0520"]
 MambaRule = Literal["slots", "ratio"]
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.speculative import DraftRule
 
 
 class InitModel(BaseModel):
@@ -477,8 +480,31 @@ class SglangEngine(ServingEngine):
     programs = (("python", "-m", "sglang.launch_server"),
                 ("python3", "-m", "sglang.launch_server"), ("sglang", "serve"))
 
+    # the draft worker's weights and KV pool are budgeted inside mem_fraction_static (from
+    # sglang#23862, merged 2026-04-27); before it the target pool was profiled before the
+    # draft loaded and the draft pool (the same max_total_num_tokens) came on top, against
+    # a flat reservation in server_args
+    budgets_drafter: ClassVar[bool] = False
+
     def __init__(self, init: InitModel | None = None) -> None:
         self.init_model = init or InitModel()
+
+    def draft_rule(self) -> DraftRule:
+        """EAGLE/NEXTN/STANDALONE draft workers share the target's req_to_token and token
+        indices, so the draft pool holds the target's token count
+        (srt/model_executor/model_runner.py init_memory_pool: draft_runner_cache_size);
+        whether its weights and KV are inside the budget is the era's `budgets_drafter`."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        source = ("draft pool with the target's token count (srt/model_executor/"
+                  "model_runner.py init_memory_pool, draft_runner_cache_size); ")
+        if self.budgets_drafter:
+            return DraftRule(weights_budgeted=True, kv_budgeted=True, draft_tps=(),
+                             source=source + "draft weights and pool budgeted inside "
+                             "mem_fraction_static (sglang#23862)")
+        return DraftRule(weights_budgeted=False, kv_budgeted=False, draft_tps=(),
+                         source=source + "profiled before the draft loaded: its weights "
+                         "and pool come on top (before sglang#23862)")
 
     # --- settings ----------------------------------------------------------------------
 
