@@ -25,6 +25,14 @@ from llm_inventory.cli.common import (
     tokens_parser,
     units_of,
 )
+from llm_inventory.cli.speculative_options import (
+    AcceptanceOption,
+    DraftModelOption,
+    DraftTpOption,
+    NumSpeculativeTokensOption,
+    SpeculativeOption,
+    speculative_request,
+)
 from llm_inventory.render.output import OutputFormat, Units
 
 
@@ -251,6 +259,11 @@ def placement(
     report: ReportOption = None,
     profile: ProfileOption = None,
     no_local_calibration: NoLocalCalibrationOption = False,
+    speculative: SpeculativeOption = None,
+    draft_model: DraftModelOption = None,
+    num_speculative_tokens: NumSpeculativeTokensOption = None,
+    draft_tp: DraftTpOption = None,
+    acceptance: AcceptanceOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -303,6 +316,8 @@ def placement(
         allow_cross_node_tp=allow_cross_node_tp, allow_long_context=long_ok, limit=limit,
         batch=batch, prompt_tokens=prompt_tokens, engine=engines[0], sort=sort,
         engine_flags=flags, used_bytes=occupied,
+        speculative=speculative_request(speculative, draft_model, num_speculative_tokens,
+                                        draft_tp, acceptance),
     )
     for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if value is not None and value > n:  # nothing to place; and a search of that size

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_inventory.engine.serving.base import KvLayer
 from llm_inventory.engine.trust import Trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
@@ -44,6 +43,7 @@ from llm_inventory.spec.model import ModelSpec
 if TYPE_CHECKING:
     from llm_inventory.engine.placement.facts import ModelFacts
     from llm_inventory.engine.roofline import Timing
+    from llm_inventory.engine.serving.base import KvLayer
 
 Method = Literal["draft_model", "eagle", "eagle3", "mtp", "ngram", "suffix"]
 METHODS: tuple[str, ...] = ("draft_model", "eagle", "eagle3", "mtp", "ngram", "suffix")
@@ -259,8 +259,6 @@ def speculative_fit(facts: ModelFacts, tp: int, ep: int, bytes_per_token: int, t
                     timing: Timing | None) -> SpeculativeFit | None:
     """The speculative block of one plan (None when the request asks for none), on its
     binding device: `bytes_per_token` and `tokens` are that device's pool's."""
-    from llm_inventory.engine.trust import Trust, engine_rule, estimate
-
     asked = facts.request.speculative
     if asked is None:
         return None
@@ -286,11 +284,7 @@ def speculative_fit(facts: ModelFacts, tp: int, ep: int, bytes_per_token: int, t
         on_top = (0 if rule.weights_budgeted else drafter.weight_bytes) + (
             0 if rule.kv_budgeted else draft_kv * tokens)
         fit = fit.model_copy(update={"on_top_bytes": on_top})
-    trust: dict[str, Trust] = {
-        "draft_memory": engine_rule(f"{facts.engine.label} places the drafter: "
-                                    f"{rule.source}") if drafter is None or
-        drafter.weights_basis.startswith("counted") else
-        estimate(drafter.weights_basis)}
+    trust = speculative_trust(facts)
     if asked.acceptance is not None and timing is not None:
         accepted = accepted_length(asked.acceptance, k)
         bandwidth = max(1, timing.memory_bandwidth_bytes_per_s)
@@ -302,9 +296,28 @@ def speculative_fit(facts: ModelFacts, tp: int, ep: int, bytes_per_token: int, t
             "acceptance": asked.acceptance, "accepted_tokens_per_step": round(accepted, 4),
             "draft_step_s": draft_step, "effective_tpot_s": step / accepted,
             "speedup": round(timing.tpot_s / (step / accepted), 4)})
-        trust["speculative_time"] = Trust(
-            kind="estimate", basis=f"rests on your acceptance rate ({asked.acceptance:g} per "
-            f"token, k = {k}): (1 − a^(k+1)) / (1 − a) tokens a step; the verify step costs "
-            "one decode step of the target, each drafting step reads the drafter's weights "
-            "once at the device's bandwidth")
     return fit.model_copy(update={"trust": trust})
+
+
+def speculative_trust(facts: ModelFacts) -> dict[str, Trust]:
+    """The labels of the speculative figures: the drafter's placement (the engine's rule
+    when its weights are counted, an estimate otherwise) and the time (an estimate resting
+    on the user's acceptance rate)."""
+    from llm_inventory.engine.trust import engine_rule, estimate
+
+    asked = facts.request.speculative
+    assert asked is not None
+    rule = facts.engine.draft_rule()
+    drafter = facts.drafter(facts.request.tp or 1, 1)
+    basis = drafter.weights_basis if drafter is not None else "no drafter memory"
+    trust: dict[str, Trust] = {"speculative": (
+        engine_rule(f"{facts.engine.label} places the drafter: {rule.source}; {basis}")
+        if drafter is None or basis.startswith("counted") else
+        estimate(f"{basis}; {facts.engine.label} places it: {rule.source}"))}
+    if asked.acceptance is not None:
+        trust["speculative_time"] = estimate(
+            f"rests on your acceptance rate ({asked.acceptance:g} per token, k = "
+            f"{asked.num_speculative_tokens}): (1 − a^(k+1)) / (1 − a) tokens a step; the "
+            "verify step costs one decode step of the target, each drafting step reads the "
+            "drafter's weights once at the device's bandwidth")
+    return trust

@@ -41,7 +41,7 @@ from llm_inventory.engine.placement.report import (
     smallest,
     widths,
 )
-from llm_inventory.engine.timing.calibration import timing_trust
+from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.trust import Trust, counted, engine_rule, exact
 from llm_inventory.engine.trust import bound as bound_trust
 from llm_inventory.errors import InputError
@@ -228,11 +228,24 @@ def result_of(spec: ModelSpec, found: Search, concurrency: int) -> PlacementResu
 
 def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
     """How each field group of a placement result was obtained."""
-    from llm_inventory.engine.serving.bands import reserve_trust
     from llm_inventory.spec.calibration import default_calibration
 
     cal = request.calibration or default_calibration()
     label = facts.engine.label
+    return {**_groups(facts, request, cal, label), **_speculative_trust(facts)}
+
+
+def _speculative_trust(facts: ModelFacts) -> dict[str, Trust]:
+    """How the speculative figures were obtained (nothing when none is asked)."""
+    from llm_inventory.engine.speculative import speculative_trust
+
+    return speculative_trust(facts) if facts.request.speculative is not None else {}
+
+
+def _groups(facts: ModelFacts, request: PlacementRequest, cal: Calibration,
+            label: str) -> dict[str, Trust]:
+    from llm_inventory.engine.serving.bands import reserve_trust
+
     return {
         # A checkpoint's headers keep the weights exact even for an estimated architecture.
         "weights": (exact("read from the checkpoint's tensors, with the engine's padding")

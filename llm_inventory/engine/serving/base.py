@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
+from llm_inventory.engine.speculative import Speculative
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -119,6 +120,7 @@ class LaunchCommand(BaseModel):
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     understood: list[str] = Field(default_factory=list)
     ignored: list[str] = Field(default_factory=list)
+    speculative: Speculative | None = None  # speculative decoding asked (draft not loaded)
 
 
 class ReserveEstimate(BaseModel):
