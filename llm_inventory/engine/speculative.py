@@ -207,11 +207,21 @@ def place_drafter(facts: ModelFacts, tp: int, ep: int) -> Drafter | None:
     fc = (3 if asked.method == "eagle3" else 2) * hidden * hidden * act
     head = ((asked.draft_vocab or EAGLE3_DRAFT_VOCAB) * hidden * act / tp
             if asked.method == "eagle3" else 0)
-    weights = _last_layer_bytes(facts, tp, ep) + math.ceil(fc + head)
+    if asked.method == "eagle3" and stack is not None:
+        # EAGLE-3's layer takes the embedding and the fc output side by side: its q/k/v
+        # read 2 × hidden (vllm/model_executor/models/llama_eagle3.py LlamaDecoderLayer),
+        # one more hidden-state norm
+        qkv = (stack.heads or 0) * stack.k_dim + 2 * (stack.n_kv_heads or 0) * stack.k_dim
+        head += hidden * qkv * act / tp + hidden * act
+    # the head builds its own rotary cos/sin cache beside the target's, as the engine sizes
+    # the target's (runtime_buffer_bytes): vLLM's "Model loading took" for Llama-3.1-8B with
+    # its published EAGLE-3 head is the target, the head and one more such cache
+    rotary = facts.layout.buffers
+    weights = _last_layer_bytes(facts, tp, ep) + math.ceil(fc + head) + rotary
     return Drafter(weight_bytes=weights, layers=tuple(last), kv_layers=1, step_bytes=weights,
                    tp=tp, weights_basis="estimate: an EAGLE head shaped like the target's "
-                   "last layer, plus its fc" + (" and draft-vocabulary lm_head"
-                                                if head else ""))
+                   "last layer, plus its fc" + (", draft-vocabulary lm_head"
+                                                if head else "") + " and rotary cache")
 
 
 def check_rule(facts: ModelFacts) -> None:

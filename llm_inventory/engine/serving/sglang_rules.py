@@ -58,6 +58,7 @@ from llm_inventory.engine.serving.base import (
     StageShape,
 )
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
+from llm_inventory.engine.serving.speculative_launch import SGLANG_FLAGS, sglang_read
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device, MemoryBasis
 from llm_inventory.spec.model import ModelSpec
@@ -347,6 +348,7 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     understood: list[str] = []
     ignored: list[str] = []
     dp_attention = False
+    speculative: dict[str, str] = {}
     args = list(argv)
     if args and not args[0].startswith("-"):
         fields["model"] = args.pop(0)
@@ -364,6 +366,16 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             dp_attention = True
             understood.append(option)
             i += 1
+            continue
+        if option in SGLANG_FLAGS:  # speculative decoding, read together at the end
+            if eq:
+                value, i = inline, i + 1
+            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+                value, i = args[i + 1], i + 2
+            else:
+                raise InputError("launch", f"{option} needs a value")
+            speculative[option] = value
+            understood.append(f"{option} {value}")
             continue
         if option not in _VALUE_OPTIONS:
             if not arg.startswith("-"):
@@ -417,6 +429,8 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             fields[name] = flags.pop(flag)
     if dp_attention:
         _dp_attention(fields)
+    if speculative:
+        fields["speculative"] = sglang_read(speculative)
     return LaunchCommand.model_validate({"engine": "sglang", **fields, "flags": flags,
                                          "understood": understood, "ignored": ignored})
 

@@ -572,6 +572,11 @@ def extra_options(command: LaunchCommand, options: dict[str, Any]) -> LaunchComm
             raise InputError("backend", f"{options['backend']!r}: use pytorch or tensorrt")
         flags["backend"] = backend
         understood.append("backend")
+    if options.get("speculative_config") is not None:  # speculative_launch.py
+        from llm_inventory.engine.serving.speculative_launch import trtllm_read
+
+        update["speculative"] = trtllm_read(options["speculative_config"])
+        understood.append("speculative_config")
     return command.model_copy(update={**update, "flags": flags, "understood": understood})
 
 
