@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine.trust import Trust
 from llm_inventory.errors import InputError
-from llm_inventory.spec.model import ModelSpec
+from llm_inventory.spec.model import ModelSpec, Shard
 
 if TYPE_CHECKING:
     from llm_inventory.engine.placement.facts import ModelFacts
@@ -125,6 +125,9 @@ class DraftRule:
     source: str
     draft_tps: tuple[int, ...] = (1,)
     lookahead: bool = True  # the scheduler reserves k slots per running sequence
+    # an MTP module's own embedding and output head (checkpoint copies of the target's
+    # vocabulary tables) are replaced by the target's at load, their memory freed
+    shares_vocab: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,19 @@ def _from_model(facts: ModelFacts, draft: ModelSpec, tp: int) -> tuple[int, tupl
     return weights, layers, own.layers
 
 
+def _layer_of_kind(facts: ModelFacts, tp: int, kind: str | None) -> tuple[KvLayer, ...]:
+    """The state of the target's last layer of `kind` on one rank (an MTP layer of its own
+    kind keeps that kind's state: Qwen3.5's full-attention MTP layer after linear-attention
+    layers); () when none is of that kind."""
+    if kind is None:
+        return ()
+    for index in range(facts.layers - 1, -1, -1):
+        found = facts.target_kv_layers(tp, index, index + 1)
+        if any(layer.kind == kind for layer in found):
+            return tuple(layer for layer in found if layer.kind == kind)
+    return ()
+
+
 def place_drafter(facts: ModelFacts, tp: int, ep: int) -> Drafter | None:
     """The drafter `facts.request.speculative` asks for on one rank of the last stage of a
     (tp, ep) split (None: no drafter memory)."""
@@ -180,15 +196,19 @@ def place_drafter(facts: ModelFacts, tp: int, ep: int) -> Drafter | None:
 
         assert stack is not None and stack.mtp is not None
         count = stack.mtp.layers
-        extra = sum(g.parameters for g in mtp_tensors(facts.spec)
-                    if g.name.split(".")[-2:] and any(
-                        g.name.endswith(e.name) for e in stack.mtp.extra))
-        weights = count * _last_layer_bytes(facts, tp, ep) + math.ceil(extra * act / tp)
-        return Drafter(weight_bytes=weights, layers=tuple(last) * count, kv_layers=count,
+        extras = {f"model.layers.{{i}}.{e.name}" for e in stack.mtp.extra}
+        shared = facts.engine.draft_rule().shares_vocab
+        extra = sum(g.parameters * act / (1 if g.shard == Shard.REPLICATED else tp)
+                    for g in mtp_tensors(facts.spec) if g.name in extras
+                    and not (shared and g.shard == Shard.VOCAB))
+        weights = count * _last_layer_bytes(facts, tp, ep) + math.ceil(extra)
+        own = _layer_of_kind(facts, tp, stack.mtp.kind) or last
+        return Drafter(weight_bytes=weights, layers=tuple(own) * count, kv_layers=count,
                        step_bytes=weights, tp=tp,
                        weights_basis="counted: the checkpoint's MTP layers, each placed "
                        "like the target's last layer, their extra tensors at the "
-                       "activation dtype")
+                       "activation dtype" + (", the vocabulary tables shared with the "
+                                             "target" if shared else ""))
     if asked.draft_spec is not None:
         weights, layers, depth = _from_model(facts, asked.draft_spec, draft_tp)
         if asked.method in ("eagle", "eagle3"):

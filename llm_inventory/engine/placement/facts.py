@@ -305,8 +305,8 @@ class ModelFacts:
                                     else math.ceil(held * scale))
         drafter = self._budgeted_drafter(tp) if stop >= self.layers else None
         if drafter is not None:  # its layers hold the sequence's tokens too
-            total += sum(math.ceil(-(-context // block) * block * layer.bytes_per_token
-                                   * scale) + layer.fixed_bytes for layer in drafter.layers)
+            total += sum(-(-context // block) * block * layer.bytes_per_token
+                         + layer.fixed_bytes for layer in drafter.layers)
         self._sequence[key] = total
         return total
 

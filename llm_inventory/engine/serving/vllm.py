@@ -295,10 +295,13 @@ class VllmV1(ServingEngine):
         and get_kv_cache_config (vllm/v1/core/kv_cache_utils.py) cuts one pool for target
         and drafter; the scheduler allocates num_speculative_tokens lookahead slots per
         running request (vllm/v1/core/sched/scheduler.py, KVCacheManager.allocate_slots);
-        draft_tensor_parallel_size is 1 or the target's (vllm/config/speculative.py)."""
+        draft_tensor_parallel_size is 1 or the target's (vllm/config/speculative.py); an
+        EAGLE or MTP drafter takes the target's embedding and lm_head in place of its own
+        copies (vllm/v1/spec_decode/eagle.py EagleProposer.load_model: "Assuming the EAGLE
+        head shares the same vocab embedding with the target model")."""
         from llm_inventory.engine.speculative import DraftRule
 
-        return DraftRule(weights_budgeted=True, kv_budgeted=True, source=(
+        return DraftRule(weights_budgeted=True, kv_budgeted=True, shares_vocab=True, source=(
             "weights loaded before profiling, KV layers in the same KV cache spec "
             "(vllm/v1/worker/gpu_model_runner.py GPUModelRunner.load_model, "
             "get_kv_cache_spec; vllm/v1/core/kv_cache_utils.py get_kv_cache_config)"))
