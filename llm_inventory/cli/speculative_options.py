@@ -51,8 +51,8 @@ def with_draft(asked: "Speculative") -> "Speculative":
     except InputError as exc:
         if asked.method == "draft_model":
             raise InputError("draft_model", exc.message) from None
-        warn(f"EAGLE head {asked.draft} not read ({exc.message}); estimated from the "
-             "target's last layer")
+        warn(f"EAGLE head {asked.draft} not read ({exc.message.split(';')[0][:120]}); "
+             "estimated from the target's last layer")
         return asked
 
 

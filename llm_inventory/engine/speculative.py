@@ -340,10 +340,13 @@ def speculative_trust(facts: ModelFacts) -> dict[str, Trust]:
     rule = facts.engine.draft_rule()
     drafter = facts.drafter(facts.request.tp or 1, 1)
     basis = drafter.weights_basis if drafter is not None else "no drafter memory"
+    draft = asked.draft_spec
+    if draft is not None and not draft.exact:  # an architecture the tool estimates
+        basis = f"{basis}; {draft.estimated or 'its architecture is estimated'}"
     trust: dict[str, Trust] = {"speculative": (
         engine_rule(f"{facts.engine.label} places the drafter: {rule.source}; {basis}")
-        if drafter is None or basis.startswith("counted") else
-        estimate(f"{basis}; {facts.engine.label} places it: {rule.source}"))}
+        if drafter is None or (basis.startswith("counted") and (draft is None or draft.exact))
+        else estimate(f"{basis}; {facts.engine.label} places it: {rule.source}"))}
     if asked.acceptance is not None:
         trust["speculative_time"] = estimate(
             f"rests on your acceptance rate ({asked.acceptance:g} per token, k = "

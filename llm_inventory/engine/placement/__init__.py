@@ -42,7 +42,7 @@ from llm_inventory.engine.placement.report import (
     widths,
 )
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
-from llm_inventory.engine.trust import Trust, counted, engine_rule, exact
+from llm_inventory.engine.trust import Trust, counted, engine_rule, estimate, exact
 from llm_inventory.engine.trust import bound as bound_trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
@@ -236,10 +236,18 @@ def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
 
 
 def _speculative_trust(facts: ModelFacts) -> dict[str, Trust]:
-    """How the speculative figures were obtained (nothing when none is asked)."""
+    """How the speculative figures were obtained (nothing when none is asked); a drafter
+    that is an estimate makes the weights and state it joins estimates too."""
     from llm_inventory.engine.speculative import speculative_trust
 
-    return speculative_trust(facts) if facts.request.speculative is not None else {}
+    if facts.request.speculative is None:
+        return {}
+    found = speculative_trust(facts)
+    if found["speculative"].kind != "estimate" or facts.drafter(facts.request.tp or 1) is None:
+        return found
+    basis = found["speculative"].basis
+    return {**found, "weights": estimate(f"the target's counted, the drafter's: {basis}"),
+            "state": estimate(f"the target's counted, the drafter's layers: {basis}")}
 
 
 def _groups(facts: ModelFacts, request: PlacementRequest, cal: Calibration,
