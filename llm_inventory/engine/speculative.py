@@ -205,10 +205,11 @@ def place_drafter(facts: ModelFacts, tp: int, ep: int) -> Drafter | None:
         own = _layer_of_kind(facts, tp, stack.mtp.kind) or last
         return Drafter(weight_bytes=weights, layers=tuple(own) * count, kv_layers=count,
                        step_bytes=weights, tp=tp,
-                       weights_basis="counted: the checkpoint's MTP layers, each placed "
-                       "like the target's last layer, their extra tensors at the "
-                       "activation dtype" + (", the vocabulary tables shared with the "
-                                             "target" if shared else ""))
+                       weights_basis=("counted" if facts.quant is None else
+                                      "estimate (the extras' quantization is not read)")
+                       + ": the checkpoint's MTP layers, each placed like the target's last "
+                       "layer, their extra tensors at the activation dtype"
+                       + (", the vocabulary tables shared with the target" if shared else ""))
     if asked.draft_spec is not None:
         weights, layers, depth = _from_model(facts, asked.draft_spec, draft_tp)
         if asked.method in ("eagle", "eagle3"):
