@@ -292,6 +292,9 @@ def placement(
     check_report(report)
     extra = load_devices_file(devices_file) if devices_file is not None else []
     if devices is not None:
+        if speculative is not None:  # mixed device types place one target, no drafter
+            raise InputError("speculative", "not with --devices; plan the drafter on one "
+                             "device type (--device)")
         return _mixed(model, devices, extra, device, context, concurrency,
                       gpu_memory_utilization, engine, dtype, kv_dtype, fmt)
     if device is None and device_memory is None:
