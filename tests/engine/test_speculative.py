@@ -320,3 +320,24 @@ def test_written_lines_read_back_to_the_same_plan(engine: str) -> None:
             plan.speculative.draft_kv_bytes_per_token
         checked += 1
     assert checked
+
+
+def test_sglang_gives_every_request_slot_draft_and_verify_headroom() -> None:
+    """SGLang adds max_num_reqs × (steps × topk + num_draft_tokens) + 100 tokens to the
+    profiled pool (model_runner.py init_memory_pool: draft_runner_cache_size)."""
+    from llm_inventory.engine.placement.facts import model_facts
+
+    asked = Speculative(method="eagle3", num_speculative_tokens=3)
+    request = PlacementRequest(device=resolve_device("h100"), count=1, tp=1, engine="sglang",
+                               max_num_seqs=16, speculative=asked)
+    facts = model_facts(load_preset("qwen3-8b"), request)
+    layers = facts.kv_layers(1, 0, facts.layers)
+    plain = facts.engine.pool_layout(layers, facts.settings.model_copy(
+        update={"speculative_tokens_per_request": 0}))
+    spec = facts.engine.pool_layout(layers, facts.settings)
+    pool = 40 * GIB
+    assert spec.measure(pool)[1] - plain.measure(pool)[1] == 16 * (3 * 1 + 4) + 100
+    ngram = facts.engine.speculative_settings(
+        facts.settings.model_copy(update={"speculative_tokens_per_request": 0}),
+        Speculative(method="ngram", num_speculative_tokens=3))
+    assert facts.engine.pool_layout(layers, ngram).measure(pool) == plain.measure(pool)

@@ -369,6 +369,7 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         from llm_inventory.engine.speculative import check
 
         check(spec, request.speculative)
+        settings = engine.speculative_settings(settings, request.speculative)
     facts = ModelFacts(
         spec=spec, request=request, engine=engine, settings=settings,
         per_node=request.per_node or device.devices_per_node or request.count,

@@ -549,6 +549,12 @@ class ServingEngine(ABC):
                          source="the drafter's weights beside the target's and its KV "
                          "layers in the same pool (generic rule)")
 
+    def speculative_settings(self, settings: EngineSettings,
+                             asked: Speculative) -> EngineSettings:
+        """The settings as speculative decoding changes them (an engine whose pool sizing
+        reads the drafts, SGLang's headroom tokens); by default unchanged."""
+        return settings
+
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);
         by default the era itself. An era whose lines or defaults vary inside its range

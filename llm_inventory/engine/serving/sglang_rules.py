@@ -59,6 +59,7 @@ from llm_inventory.engine.serving.base import (
 )
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.serving.speculative_launch import SGLANG_FLAGS, sglang_read
+from llm_inventory.engine.speculative import Speculative
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device, MemoryBasis
 from llm_inventory.spec.model import ModelSpec
@@ -121,6 +122,9 @@ class SglangSettings(EngineSettings):
     max_mamba_cache_size: int | None = None
     mamba_full_memory_ratio: float = 0.9
     disable_radix_cache: bool = False
+    # speculative decoding: the tokens each request slot adds to the profiled pool for its
+    # drafts and verification (speculative_num_steps × eagle_topk + num_draft_tokens)
+    speculative_tokens_per_request: int = 0
 
 
 class SglangCapacity(KvCapacity):
@@ -154,6 +158,7 @@ class TokenPool(PoolLayout):
     mamba_ratio: float
     max_running_asked: int | None
     request_extra: int
+    speculative_per_request: int = 0
 
     def _mamba(self, rest: int) -> tuple[int, int]:
         """(slots, bytes) of the Mamba state pool taken from `rest`."""
@@ -176,6 +181,12 @@ class TokenPool(PoolLayout):
         if not self.page:
             return 0, 0, slots
         tokens = int(rest // self.page)
+        if self.speculative_per_request:
+            # draft and verify tokens of every request slot, and 100 more, on top of the
+            # profiled pool (model_runner.py init_memory_pool: draft_runner_cache_size)
+            requests = self.max_running_asked or min(max(
+                int(tokens / self.context * 512), 2048), 4096)
+            tokens += requests * self.speculative_per_request + 100
         if self.max_total_tokens is not None:
             tokens = min(tokens, self.max_total_tokens)
         tokens = tokens // self.page_size * self.page_size
@@ -674,7 +685,19 @@ class SglangEngine(ServingEngine):
             max_total_tokens=s.max_total_tokens, mamba_rule=self.mamba_rule,
             mamba_slots_asked=s.max_mamba_cache_size,
             mamba_ratio=s.mamba_full_memory_ratio if not s.disable_radix_cache else 0.0,
-            max_running_asked=s.max_running_requests, request_extra=self.request_extra)
+            max_running_asked=s.max_running_requests, request_extra=self.request_extra,
+            speculative_per_request=s.speculative_tokens_per_request)
+
+    def speculative_settings(self, settings: EngineSettings,
+                             asked: Speculative) -> EngineSettings:
+        """EAGLE, NEXTN and STANDALONE give the shared token pool headroom for every request
+        slot's drafts (steps × topk) and verified tokens (num_draft_tokens), plus 100
+        (python/sglang/srt/model_executor/model_runner.py ModelRunner.init_memory_pool,
+        draft_runner_cache_size); N-gram drafting adds none."""
+        if asked.method in ("ngram", "suffix"):
+            return settings
+        k = asked.num_speculative_tokens
+        return settings.model_copy(update={"speculative_tokens_per_request": k + k + 1})
 
     # --- its own words -----------------------------------------------------------------
 
