@@ -21,7 +21,7 @@ DraftModelOption = Annotated[str | None, typer.Option(
     help="The draft model or EAGLE head: a preset, Hugging Face id, config.json or GGUF "
          "file (an EAGLE head without one is estimated from the target's last layer).")]
 NumSpeculativeTokensOption = Annotated[int | None, typer.Option(
-    "--num-speculative-tokens", min=1, max=64, rich_help_panel="Speculative decoding",
+    "--num-speculative-tokens", min=1, rich_help_panel="Speculative decoding",
     help="Tokens drafted per step (default 3); each running request also holds as many "
          "lookahead slots.")]
 DraftTpOption = Annotated[int | None, typer.Option(

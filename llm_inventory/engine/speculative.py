@@ -53,7 +53,7 @@ _NO_MEMORY = ("ngram", "suffix")
 # EAGLE-3 heads predict over a reduced vocabulary (`draft_vocab_size` in their configs;
 # 32,000 in the published Llama-3.1 and Qwen3 heads) through an lm_head of their own.
 EAGLE3_DRAFT_VOCAB = 32_000
-MAX_SPECULATIVE_TOKENS = 64
+MAX_SPECULATIVE_TOKENS = 64  # bounds.DRAFT_TOKENS
 
 
 class Speculative(BaseModel):
@@ -142,18 +142,14 @@ class Drafter:
     tp: int
 
 
-def _weight_bits(facts: ModelFacts) -> float:
-    return facts.act_bits
-
-
 def _last_layer_bytes(facts: ModelFacts, tp: int, ep: int) -> int:
     """Bytes one rank holds for the target's last decoder layer."""
     prefix = facts._device_prefix(tp, ep)
     return math.ceil(prefix[-1] - prefix[-2]) if len(prefix) > 1 else 0
 
 
-def _from_model(facts: ModelFacts, draft: ModelSpec, tp: int) -> tuple[int, tuple[KvLayer, ...],
-                                                                        int]:
+def _from_model(facts: ModelFacts, draft: ModelSpec,
+                tp: int) -> tuple[int, tuple[KvLayer, ...]]:
     """A draft model's weights and state layers on one rank of its own TP, as the engine
     places any model (its padding, sharding and KV rules), at the target's KV dtype."""
     from llm_inventory.engine.placement.facts import model_facts
@@ -163,8 +159,7 @@ def _from_model(facts: ModelFacts, draft: ModelSpec, tp: int) -> tuple[int, tupl
         "kv_dtype": facts.kv_dtype, "pp_layer_partition": None})
     own = model_facts(draft, request)
     weights = own.stage_weights(tp, 1, 1)[0]
-    layers = own.target_kv_layers(tp, 0, own.layers)
-    return weights, layers, own.layers
+    return weights, own.target_kv_layers(tp, 0, own.layers)
 
 
 def _layer_of_kind(facts: ModelFacts, tp: int, kind: str | None) -> tuple[KvLayer, ...]:
@@ -187,7 +182,7 @@ def place_drafter(facts: ModelFacts, tp: int, ep: int) -> Drafter | None:
     if asked is None or asked.method in _NO_MEMORY:
         return None
     stack = facts.stack
-    hidden = stack.hidden_size or 0 if stack is not None else 0
+    hidden = (stack.hidden_size or 0) if stack is not None else 0
     act = facts.act_bits / 8
     draft_tp = asked.draft_tp or tp
     last = facts.target_kv_layers(tp, facts.layers - 1, facts.layers) if facts.layers else ()
@@ -211,7 +206,7 @@ def place_drafter(facts: ModelFacts, tp: int, ep: int) -> Drafter | None:
                        "layer, their extra tensors at the activation dtype"
                        + (", the vocabulary tables shared with the target" if shared else ""))
     if asked.draft_spec is not None:
-        weights, layers, depth = _from_model(facts, asked.draft_spec, draft_tp)
+        weights, layers = _from_model(facts, asked.draft_spec, draft_tp)
         if asked.method in ("eagle", "eagle3"):
             weights += math.ceil((3 if asked.method == "eagle3" else 2) * hidden * hidden
                                  * act)

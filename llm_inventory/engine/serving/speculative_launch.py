@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from llm_inventory.bounds import number
+from llm_inventory.bounds import DEVICES, number
 from llm_inventory.engine.speculative import MAX_SPECULATIVE_TOKENS, Speculative, method_of
 from llm_inventory.errors import InputError, excerpt
 
@@ -35,11 +35,11 @@ SGLANG_DEFAULT_STEPS = 3
 LLAMACPP_DRAFT_MAX = 16  # common_params_speculative.n_max
 
 
-def _count(field: str, value: object, low: int = 1) -> int:
+def _count(field: str, value: object, high: int = MAX_SPECULATIVE_TOKENS) -> int:
+    """A whole number of at least 1 and at most `high` (bounds.DRAFT_TOKENS for tokens)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InputError(field, f"{value!r} is not a whole number")
-    return int(number(field, str(value), low=low, high=MAX_SPECULATIVE_TOKENS
-                      if "token" in field or "draft" in field else 1 << 16, integer=True))
+    return int(number(field, str(value), low=1, high=high, integer=True))
 
 
 def _guess(model: str | None) -> str:
@@ -94,7 +94,7 @@ def vllm_read(values: Mapping[str, str]) -> Speculative:
     return Speculative(
         method=method, num_speculative_tokens=_count("num_speculative_tokens", k),
         draft=model if method not in ("mtp", "ngram", "suffix") else None,
-        draft_tp=_count("draft_tensor_parallel_size", draft_tp)
+        draft_tp=_count("draft_tensor_parallel_size", draft_tp, DEVICES.limit)
         if draft_tp is not None else None)
 
 
@@ -140,7 +140,7 @@ def sglang_read(values: Mapping[str, str]) -> Speculative | None:
     else:
         k = SGLANG_DEFAULT_STEPS
     if "--speculative-eagle-topk" in values:
-        _count("--speculative-eagle-topk", values["--speculative-eagle-topk"])
+        _count("--speculative-eagle-topk", values["--speculative-eagle-topk"], 1 << 10)
     draft = values.get("--speculative-draft-model-path")
     return Speculative(method=method, num_speculative_tokens=k,
                        draft=draft if method not in ("mtp", "ngram") else None)
