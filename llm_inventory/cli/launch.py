@@ -133,8 +133,13 @@ def launch(
     spec = resolve_model(parsed.model)
     entries = [] if no_local_calibration else local_entries(
         profile, engine, chosen, spec.name, parsed.tp)
+    speculative = None
+    if parsed.speculative is not None:
+        from llm_inventory.cli.speculative_options import with_draft
+
+        speculative = with_draft(parsed.speculative)
     with applied(engine, entries) as used:
-        result = predict_launch(spec, parsed, used, chosen, count)
+        result = predict_launch(spec, parsed, used, chosen, count, speculative)
     if entries:
         result = result.model_copy(update={"trust": {**result.trust,
                                                      "reserve": calibrated_trust(entries)}})

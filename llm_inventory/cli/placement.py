@@ -25,6 +25,14 @@ from llm_inventory.cli.common import (
     tokens_parser,
     units_of,
 )
+from llm_inventory.cli.speculative_options import (
+    AcceptanceOption,
+    DraftModelOption,
+    DraftTpOption,
+    NumSpeculativeTokensOption,
+    SpeculativeOption,
+    speculative_request,
+)
 from llm_inventory.render.output import OutputFormat, Units
 
 
@@ -251,6 +259,11 @@ def placement(
     report: ReportOption = None,
     profile: ProfileOption = None,
     no_local_calibration: NoLocalCalibrationOption = False,
+    speculative: SpeculativeOption = None,
+    draft_model: DraftModelOption = None,
+    num_speculative_tokens: NumSpeculativeTokensOption = None,
+    draft_tp: DraftTpOption = None,
+    acceptance: AcceptanceOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -279,6 +292,9 @@ def placement(
     check_report(report)
     extra = load_devices_file(devices_file) if devices_file is not None else []
     if devices is not None:
+        if speculative is not None:  # mixed device types place one target, no drafter
+            raise InputError("speculative", "not with --devices; plan the drafter on one "
+                             "device type (--device)")
         return _mixed(model, devices, extra, device, context, concurrency,
                       gpu_memory_utilization, engine, dtype, kv_dtype, fmt)
     if device is None and device_memory is None:
@@ -303,6 +319,8 @@ def placement(
         allow_cross_node_tp=allow_cross_node_tp, allow_long_context=long_ok, limit=limit,
         batch=batch, prompt_tokens=prompt_tokens, engine=engines[0], sort=sort,
         engine_flags=flags, used_bytes=occupied,
+        speculative=speculative_request(speculative, draft_model, num_speculative_tokens,
+                                        draft_tp, acceptance),
     )
     for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if value is not None and value > n:  # nothing to place; and a search of that size

@@ -21,6 +21,14 @@ from llm_inventory.cli.common import (
     TpOption,
     tokens_parser,
 )
+from llm_inventory.cli.speculative_options import (
+    AcceptanceOption,
+    DraftModelOption,
+    DraftTpOption,
+    NumSpeculativeTokensOption,
+    SpeculativeOption,
+    speculative_request,
+)
 from llm_inventory.render.output import OutputFormat
 
 
@@ -201,6 +209,11 @@ def recommend(
     report: ReportOption = None,
     profile: ProfileOption = None,
     no_local_calibration: NoLocalCalibrationOption = False,
+    speculative: SpeculativeOption = None,
+    draft_model: DraftModelOption = None,
+    num_speculative_tokens: NumSpeculativeTokensOption = None,
+    draft_tp: DraftTpOption = None,
+    acceptance: AcceptanceOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """The plans that meet a workload's latency targets, ranked by cost: replicas, GPUs,
@@ -276,7 +289,9 @@ def recommend(
                             allowed="a positive price in $ per kWh, below 1,000,000"),
         dtype=dtype,
         kv_dtype=kv_dtype, seed=seed, limit=limit, tp=tp, pp=pp, ep=ep, context=context,
-        disaggregation=disaggregation)
+        disaggregation=disaggregation,
+        speculative=speculative_request(speculative, draft_model, num_speculative_tokens,
+                                        draft_tp, acceptance))
     result = _with_local_calibration(spec, request, profile, no_local_calibration)
     if plot is not None:
         from llm_inventory.render.plot import write_plot

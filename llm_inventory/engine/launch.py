@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
 from llm_inventory.engine.serving import ServingEngine, get, names
 from llm_inventory.engine.serving.base import LaunchCommand
+from llm_inventory.engine.speculative import Speculative
 from llm_inventory.engine.trust import Trust, engine_rule
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
@@ -83,8 +84,10 @@ class LaunchResult(BaseModel):
 
 
 def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngine,
-                   device: Device, count: int | None = None) -> LaunchResult:
-    """Placement for the split and settings `command` pins, as `engine` accounts for it."""
+                   device: Device, count: int | None = None,
+                   speculative: Speculative | None = None) -> LaunchResult:
+    """Placement for the split and settings `command` pins, as `engine` accounts for it;
+    `speculative` is the command's with its draft loaded (None: the command's as read)."""
     if count:
         command = engine.on_devices(command, count)
     devices = count or command.tp * command.pp * command.dp
@@ -105,7 +108,8 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
         max_num_batched_tokens=command.max_num_batched_tokens,
         max_num_seqs=command.max_num_seqs, block_size=command.block_size,
         # an engine's --dtype retypes unquantized checkpoints only
-        dtype=None if quantized else command.dtype, kv_dtype=kv_dtype, limit=0)
+        dtype=None if quantized else command.dtype, kv_dtype=kv_dtype, limit=0,
+        speculative=speculative if speculative is not None else command.speculative)
     result = plan_placement(spec, request)
     shape = (command.tp, command.pp, command.ep or 1)
     plan = next((p for p in result.plans if p.disaggregation is None

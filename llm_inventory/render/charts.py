@@ -13,9 +13,13 @@ from rich.text import Text
 
 #: (character, style) per memory part, in bar order.
 PARTS = (("█", "cyan"), ("▓", "magenta"), ("▒", "green"), ("░", "dim"))
+#: the same with a speculative drafter's weights after the target's
+DRAFTER_PARTS = (("█", "cyan"), ("▚", "yellow"), ("▓", "magenta"), ("▒", "green"),
+                 ("░", "dim"))
 
 
-def bar(parts: Sequence[int], total: int, width: int = 32) -> Text:
+def bar(parts: Sequence[int], total: int, width: int = 32,
+        chars: Sequence[tuple[str, str]] = PARTS) -> Text:
     """A bar of `width` cells split in proportion to `parts` of `total` (weights, reserve, KV,
     free); every non-zero part keeps at least one cell."""
     cells = [0] * len(parts)
@@ -29,18 +33,21 @@ def bar(parts: Sequence[int], total: int, width: int = 32) -> Text:
         if sum(cells) < width and cells:
             cells[-1] += width - sum(cells)
     text = Text()
-    for (char, style), count in zip(PARTS, cells, strict=False):
+    for (char, style), count in zip(chars, cells, strict=False):
         text.append(char * count, style=style)
     return text
 
 
-def memory_bars(rows: Sequence[tuple[str, Sequence[int], int]], width: int = 32) -> Table:
-    """One bar per (label, parts, total) row, with its legend as the column header."""
+def memory_bars(rows: Sequence[tuple[str, Sequence[int], int]], width: int = 32,
+                drafter: bool = False) -> Table:
+    """One bar per (label, parts, total) row, with its legend as the column header; with
+    `drafter` each row's parts hold a speculative drafter's weights after the target's."""
     table = Table(show_header=True, box=None, pad_edge=False)
     table.add_column("memory per device", no_wrap=True)
-    table.add_column("█ weights ▓ reserve ▒ KV pool ░ free", no_wrap=True)
+    table.add_column("█ weights ▚ drafter ▓ reserve ▒ KV pool ░ free" if drafter else
+                     "█ weights ▓ reserve ▒ KV pool ░ free", no_wrap=True)
     for label, parts, total in rows:
-        table.add_row(label, bar(parts, total, width))
+        table.add_row(label, bar(parts, total, width, DRAFTER_PARTS if drafter else PARTS))
     return table
 
 

@@ -179,6 +179,10 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
         parts.append(Text(would_fit_line(result, units), style="yellow"))
     if launches:
         parts.append(Text("launch (one replica each):\n" + "\n".join(launches)))
+    if shown and shown[0].speculative is not None:
+        from llm_inventory.render.speculative import speculative_text
+
+        parts.append(speculative_text(shown[0], units, "plan 1"))
     bars = _memory(result, shown)
     if bars is not None:
         parts.append(bars)
@@ -300,14 +304,18 @@ def _total(plan: Plan, places: int = 1) -> str:
 def _memory(result: PlacementResult, shown: list[Plan]) -> RichTable | None:
     """A bar per plan of the binding device: weights | reserve | KV pool | free."""
     from llm_inventory.render.charts import memory_bars
+    from llm_inventory.render.speculative import drafter_bytes
 
     rows = []
+    drafter = any(drafter_bytes(plan) for plan in shown)
     for index, plan in enumerate(shown, start=1):
         d = plan.per_device
         if d is None:
             continue
         free = d.memory_bytes - d.weight_bytes - d.reserve_bytes - max(0, d.kv_pool_bytes)
+        own = drafter_bytes(plan)
+        weights = [d.weight_bytes - own, own] if drafter else [d.weight_bytes]
         rows.append((f"{index}. {_split(plan)}",
-                     [d.weight_bytes, d.reserve_bytes, max(0, d.kv_pool_bytes), max(0, free)],
+                     [*weights, d.reserve_bytes, max(0, d.kv_pool_bytes), max(0, free)],
                      d.memory_bytes))
-    return memory_bars(rows) if rows else None
+    return memory_bars(rows, drafter=drafter) if rows else None

@@ -41,8 +41,8 @@ from llm_inventory.engine.placement.report import (
     smallest,
     widths,
 )
-from llm_inventory.engine.timing.calibration import timing_trust
-from llm_inventory.engine.trust import Trust, counted, engine_rule, exact
+from llm_inventory.engine.timing.calibration import Calibration, timing_trust
+from llm_inventory.engine.trust import Trust, counted, engine_rule, estimate, exact
 from llm_inventory.engine.trust import bound as bound_trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
@@ -228,12 +228,33 @@ def result_of(spec: ModelSpec, found: Search, concurrency: int) -> PlacementResu
 
 def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
     """How each field group of a placement result was obtained."""
-    from llm_inventory.engine.gguf_tensors import gguf_trust
-    from llm_inventory.engine.serving.bands import reserve_trust
     from llm_inventory.spec.calibration import default_calibration
 
     cal = request.calibration or default_calibration()
     label = facts.engine.label
+    return {**_groups(facts, request, cal, label), **_speculative_trust(facts)}
+
+
+def _speculative_trust(facts: ModelFacts) -> dict[str, Trust]:
+    """How the speculative figures were obtained (nothing when none is asked); a drafter
+    that is an estimate makes the weights and state it joins estimates too."""
+    from llm_inventory.engine.speculative import speculative_trust
+
+    if facts.request.speculative is None:
+        return {}
+    found = speculative_trust(facts)
+    if found["speculative"].kind != "estimate" or facts.drafter(facts.request.tp or 1) is None:
+        return found
+    basis = found["speculative"].basis
+    return {**found, "weights": estimate(f"the target's counted, the drafter's: {basis}"),
+            "state": estimate(f"the target's counted, the drafter's layers: {basis}")}
+
+
+def _groups(facts: ModelFacts, request: PlacementRequest, cal: Calibration,
+            label: str) -> dict[str, Trust]:
+    from llm_inventory.engine.gguf_tensors import gguf_trust
+    from llm_inventory.engine.serving.bands import reserve_trust
+
     return {
         # A checkpoint's headers keep the weights exact even for an estimated architecture.
         "weights": (exact("read from the checkpoint's tensors, with the engine's padding")

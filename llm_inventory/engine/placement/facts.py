@@ -27,6 +27,7 @@ from llm_inventory.engine.serving.base import (
     StageShape,
     device_layers_by_index,
 )
+from llm_inventory.engine.speculative import Drafter
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.engine.weight_scheme import WeightScheme, describe_weights
 from llm_inventory.errors import InputError
@@ -68,6 +69,7 @@ class ModelFacts:
     _stage_shapes: dict[tuple[int, int, int, int], StageShape] = field(default_factory=dict)
     _widest: dict[tuple[int, int], int] = field(default_factory=dict)
     _sequence: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
+    _drafters: dict[tuple[int, int], Drafter | None] = field(default_factory=dict)
 
     @property
     def context(self) -> int:
@@ -151,13 +153,13 @@ class ModelFacts:
         ranges = self.ranges(pp)
         own = self.engine.stage_weights(layout, ranges, self.settings)
         if own is not None:
-            return own
+            return self._with_drafter(own, tp, ep)
         if layout.coarse_total is not None:
             dense = layout.coarse_total - layout.coarse_experts
             experts = layout.coarse_experts
             expert_part = (experts * max(self.expert_counts(ep)) / self.experts / pp
                            if ep > 1 and self.experts else experts / tp / pp)
-            return [int(dense / tp / pp + expert_part)] * pp
+            return self._with_drafter([int(dense / tp / pp + expert_part)] * pp, tp, ep)
         prefix = self._device_prefix(tp, ep)
         vocab_share = self._vocab_share(tp)
         first = layout.first_vocab * vocab_share + layout.first_split / tp + layout.first_rep
@@ -172,7 +174,35 @@ class ModelFacts:
             if index == pp - 1:
                 total += last
             weights.append(math.ceil(total))
-        return weights
+        return self._with_drafter(weights, tp, ep)
+
+    # --- speculative decoding (engine/speculative.py) --------------------------------------
+
+    def drafter(self, tp: int, ep: int = 1) -> Drafter | None:
+        """The drafter the request asks for on one rank of the last stage (memoised)."""
+        key = (tp, ep)
+        if key not in self._drafters:
+            from llm_inventory.engine.speculative import place_drafter
+
+            self._drafters[key] = place_drafter(self, tp, ep)
+        return self._drafters[key]
+
+    def _budgeted_drafter(self, tp: int, ep: int = 1, part: str = "kv") -> Drafter | None:
+        """The drafter, when the engine budgets its `part` (kv or weights; None: no
+        drafter, or that part is allocated on top)."""
+        if self.request.speculative is None:
+            return None
+        rule = self.engine.draft_rule()
+        if not (rule.kv_budgeted if part == "kv" else rule.weights_budgeted):
+            return None
+        return self.drafter(tp, ep)
+
+    def _with_drafter(self, weights: list[int], tp: int, ep: int) -> list[int]:
+        """Stage weights with a budgeted drafter's beside the last stage's."""
+        drafter = self._budgeted_drafter(tp, ep, "weights")
+        if drafter is None or not weights:
+            return weights
+        return [*weights[:-1], weights[-1] + drafter.weight_bytes]
 
     def expert_bytes(self, tp: int, ep: int) -> float:
         """Routed-expert bytes one rank holds over every layer."""
@@ -235,7 +265,14 @@ class ModelFacts:
     # --- state ----------------------------------------------------------------------------
 
     def kv_layers(self, tp: int, start: int, stop: int) -> tuple[KvLayer, ...]:
-        """State of one TP rank for layers start … stop − 1."""
+        """State of one TP rank for layers start … stop − 1 (a budgeted drafter's layers
+        with the last stage's)."""
+        found = self.target_kv_layers(tp, start, stop)
+        drafter = self._budgeted_drafter(tp) if stop >= self.layers else None
+        return found + drafter.layers if drafter is not None else found
+
+    def target_kv_layers(self, tp: int, start: int, stop: int) -> tuple[KvLayer, ...]:
+        """The target model's own state of one TP rank for layers start … stop − 1."""
         if tp not in self._kv:
             per = device_layers_by_index(self.state, tp, self.kv_dtype, self.layers)
             self._kv[tp] = tuple(tuple(layers) for layers in per)
@@ -267,6 +304,10 @@ class ModelFacts:
                                            block, tp)
                 total += overlap * (held if run.dtype or scale == 1.0
                                     else math.ceil(held * scale))
+        drafter = self._budgeted_drafter(tp) if stop >= self.layers else None
+        if drafter is not None:  # its layers hold the sequence's tokens too
+            total += sum(-(-context // block) * block * layer.bytes_per_token
+                         + layer.fixed_bytes for layer in drafter.layers)
         self._sequence[key] = total
         return total
 
@@ -328,7 +369,12 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     moe = stack.moe if stack is not None else None
     coarse = spec.coarse
     experts = (moe.experts if moe else coarse.experts if coarse and coarse.experts else 0)
-    return ModelFacts(
+    if request.speculative is not None:
+        from llm_inventory.engine.speculative import check
+
+        check(spec, request.speculative)
+        settings = engine.speculative_settings(settings, request.speculative)
+    facts = ModelFacts(
         spec=spec, request=request, engine=engine, settings=settings,
         per_node=request.per_node or device.devices_per_node or request.count,
         weight_dtype=weight_dtype, quant=quant, scheme=describe_weights(spec, request.dtype),
@@ -343,3 +389,8 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         has_encoder=spec.encoder is not None and spec.family.decodes,
         dense_widths=_dense_widths(stack),
     )
+    if request.speculative is not None:
+        from llm_inventory.engine.speculative import check_rule
+
+        check_rule(facts)
+    return facts

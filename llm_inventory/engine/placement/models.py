@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine.roofline import Efficiency, Timing
 from llm_inventory.engine.serving.base import FlagValue, ReserveEstimate
+from llm_inventory.engine.speculative import Speculative, SpeculativeFit
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.trust import Trust
 from llm_inventory.engine.weight_scheme import WeightScheme
@@ -69,6 +70,8 @@ class PlacementRequest(BaseModel):
     used_bytes: list[int] = Field(default_factory=list, max_length=65_536)
     efficiency: Efficiency = Efficiency()  # of the roofline bound kept beside the estimate
     calibration: Calibration | None = None  # the time model's constants (None: packaged)
+    # speculative decoding: the drafter, its tokens and the acceptance rate (None: off)
+    speculative: Speculative | None = None
 
 
 class StageFit(BaseModel):
@@ -150,6 +153,7 @@ class Plan(BaseModel):
     # with --launch: the lines that start one replica, in the engine's own flags (a P/D
     # plan: both pools and the router); empty when asked for none or the engine cannot say it
     launch: list[str] = Field(default_factory=list)
+    speculative: SpeculativeFit | None = None  # what the drafter adds (None: off)
 
 
 class WidthSummary(BaseModel):

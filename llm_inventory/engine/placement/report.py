@@ -21,12 +21,13 @@ from llm_inventory.engine.placement.models import (
 from llm_inventory.engine.roofline import Timing, roofline
 from llm_inventory.engine.serving.base import KvCapacity, KvLayer, PoolLayout, StartupContext
 from llm_inventory.engine.serving.paged import longest_context
+from llm_inventory.engine.speculative import speculative_fit
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.trust import percent
-from llm_inventory.units import DTYPE_BITS
+from llm_inventory.units import DTYPE_BITS, format_bytes
 
 # Placement times a batch at what one engine holds, every request in: the offline regime.
 PLACEMENT_REGIME = "offline maximum"
@@ -89,6 +90,13 @@ class Reporter:
             else None
         handover = self.handover() if shape.disaggregation == "prefill/decode" else None
         concurrency = sized.concurrency
+        speculative = speculative_fit(facts, shape.tp, shape.ep, cap.bytes_per_token,
+                                      cap.tokens, timing) \
+            if request.speculative is not None else None
+        if speculative is not None and speculative.on_top_bytes:
+            warnings.append(f"the drafter's {format_bytes(speculative.on_top_bytes)} are "
+                            "allocated beyond the engine's budget: "
+                            f"{speculative.rule}")
         report = facts.engine.startup(
             cap, sized.pools[b], facts.settings,
             StartupContext(device=request.device, weight_bytes=sized.weights[b],
@@ -133,6 +141,7 @@ class Reporter:
             startup=self.startup_lines(sized, report.lines) if report is not None else [],
             startup_error=sized.refused or (report.error if report is not None else None),
             host=self.host(sized),
+            speculative=speculative,
         )
 
     def startup_lines(self, sized: Sized, binding: list[str]) -> list[str]:

@@ -106,7 +106,7 @@ class Evaluator:
             device=device, count=count, engine=engine,
             context=request.context or lengths.longest, tp=request.tp, pp=request.pp,
             ep=request.ep, dtype=request.dtype, kv_dtype=request.kv_dtype, limit=None,
-            calibration=cal)
+            calibration=cal, speculative=request.speculative)
         self.placed = plan_placement(spec, self.placement_request)
         self.facts: ModelFacts = model_facts(spec, self.placement_request)
         self.chunk = self.facts.settings.max_num_batched_tokens
@@ -624,7 +624,9 @@ def _read_back(spec: ModelSpec, ev: Evaluator, plan: RecommendedPlan,
     era, rest = match_program(shlex.split(launch.splitlines()[0]))
     command = era.parse_launch(rest)
     engine = serving.get(f"{era.name}@{plan.engine_version}")
-    result = predict_launch(spec, command, engine, ev.device, plan.gpus_per_replica)
+    # the drafter as asked (the line names it; its loaded shape is the request's)
+    result = predict_launch(spec, command, engine, ev.device, plan.gpus_per_replica,
+                            ev.request.speculative)
     d = result.plan.per_device
     return {"launch_startup": result.startup,
             "launch_kv_tokens": d.kv_capacity_tokens if d is not None else None,
@@ -647,7 +649,8 @@ def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -
               "max_num_batched_tokens": facts.settings.max_num_batched_tokens,
               "disaggregation": plan.disaggregation,
               "kv_dtype": request.kv_dtype,  # as asked: an engine's own word stays its own
-              "quantization": request.dtype if request.dtype in ("fp8",) else None}
+              "quantization": request.dtype if request.dtype in ("fp8",) else None,
+              "speculative": request.speculative}
     own = joined(plan_lines(facts.engine, request.model_ref,
                             memory_fraction=facts.settings.memory_fraction,
                             flags=dict(facts.settings.flags), **common))  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from llm_inventory.engine.capacity import CapacityPoint as CapacityPoint
+from llm_inventory.engine.speculative import Speculative
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.trust import Trust
 from llm_inventory.spec.devices import Device
@@ -91,6 +92,8 @@ class RecommendRequest(BaseModel):
     ep: int | None = Field(default=None, ge=1)
     context: int | None = Field(default=None, ge=1)
     disaggregation: bool = True
+    # speculative decoding: the drafter every plan holds (None: off; engine/speculative.py)
+    speculative: Speculative | None = None
 
 
 class Cost(BaseModel):

@@ -19,12 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
+from llm_inventory.engine.speculative import Speculative
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 
 if TYPE_CHECKING:
     from llm_inventory.engine.device_weights import WeightLayout
+    from llm_inventory.engine.speculative import DraftRule
 
 FlagValue = str | int | float | bool
 
@@ -118,6 +120,7 @@ class LaunchCommand(BaseModel):
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     understood: list[str] = Field(default_factory=list)
     ignored: list[str] = Field(default_factory=list)
+    speculative: Speculative | None = None  # speculative decoding asked (draft not loaded)
 
 
 class ReserveEstimate(BaseModel):
@@ -536,6 +539,21 @@ class ServingEngine(ABC):
         than an engine registered before it with the same programs (a fork's own flags or
         path); False by default."""
         return False
+
+    def draft_rule(self) -> DraftRule:
+        """How the engine places a speculative drafter (`engine/speculative.py`): by default
+        its weights and KV inside the budget, the draft at tp 1 or the target's."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        return DraftRule(weights_budgeted=True, kv_budgeted=True,
+                         source="the drafter's weights beside the target's and its KV "
+                         "layers in the same pool (generic rule)")
+
+    def speculative_settings(self, settings: EngineSettings,
+                             asked: Speculative) -> EngineSettings:
+        """The settings as speculative decoding changes them (an engine whose pool sizing
+        reads the drafts, SGLang's headroom tokens); by default unchanged."""
+        return settings
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);

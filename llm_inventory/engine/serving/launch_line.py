@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.speculative import Speculative
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class LaunchPlan:
     gguf: bool = False  # the model is a GGUF file (llama.cpp -m) rather than a Hub id
     n_gpu_layers: int | None = None  # llama.cpp: layers on the GPUs (None: all)
     n_cpu_moe: int | None = None  # llama.cpp: layers whose experts stay in host memory
+    # speculative decoding, as placement was asked it (None: off); engine/speculative.py
+    speculative: Speculative | None = None
 
     @property
     def attention_dp(self) -> int:

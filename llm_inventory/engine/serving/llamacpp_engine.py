@@ -60,6 +60,7 @@ from llm_inventory.engine.serving.ggml_types import (
     kv_cache_type,
 )
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
+from llm_inventory.engine.speculative import Speculative
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -67,6 +68,7 @@ from llm_inventory.units import MIB
 
 if TYPE_CHECKING:
     from llm_inventory.engine.device_weights import WeightLayout
+    from llm_inventory.engine.speculative import DraftRule
 
 CUDA_CONTEXT = 300 * MIB  # CUDA context and cuBLAS workspace per device (an estimate)
 ALL = -1  # n_gpu_layers: every layer
@@ -197,6 +199,18 @@ class LlamaCpp(ServingEngine):
         }
 
     # --- settings -------------------------------------------------------------------------
+
+    def draft_rule(self) -> DraftRule:
+        """llama-server loads the draft (-md) as a second model with -ngld layers on the
+        GPUs and a context of -cd cells, by default the target's per-sequence context
+        for each slot (tools/server/server.cpp load_model: params_dft.n_ctx = n_ctx ÷
+        n_parallel, later llama_n_ctx_seq); nothing is profiled: both are allocated as
+        asked, so the device must hold both."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        return DraftRule(weights_budgeted=True, kv_budgeted=True, draft_tps=(), source=(
+            "draft model loaded beside the target, its context the target's cells per slot "
+            "(tools/server/server.cpp load_model, params_dft.n_ctx)"))
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         unknown = sorted(set(asked.flags) - set(FLAGS))
@@ -620,6 +634,14 @@ _OPTIONS: dict[str, tuple[str, bool]] = {
     "-fit": ("fit", True), "--fit": ("fit", True),
     "-fitt": ("fit_target", True), "--fit-target": ("fit_target", True),
     "-fitc": ("fit_ctx", True), "--fit-ctx": ("fit_ctx", True),
+    # speculative decoding (engine/serving/speculative_launch.py)
+    "-md": ("model_draft", True), "--model-draft": ("model_draft", True),
+    "--draft-max": ("draft_max", True), "--draft": ("draft_max", True),
+    "--draft-n": ("draft_max", True), "--draft-min": ("draft_min", True),
+    "--draft-n-min": ("draft_min", True),
+    "-ngld": ("gpu_layers_draft", True), "--gpu-layers-draft": ("gpu_layers_draft", True),
+    "--n-gpu-layers-draft": ("gpu_layers_draft", True),
+    "-cd": ("ctx_size_draft", True), "--ctx-size-draft": ("ctx_size_draft", True),
 }
 _FA_VALUES = ("on", "off", "auto", "1", "0", "true", "false")
 
@@ -720,6 +742,7 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
             understood.append(name)
         typed[key] = name
         i += 1
+    speculative = _draft(values, typed, understood, ignored)
     model = str(values.pop("model", "") or values.pop("hf_repo", ""))
     values.pop("hf_repo", None)
     if not model:
@@ -742,7 +765,37 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
         context=context, dtype=dtype,
         max_num_seqs=int(flags["parallel"]) if "parallel" in flags else None,
         max_num_batched_tokens=int(flags["batch_size"]) if "batch_size" in flags else None,
-        flags=flags, understood=understood, ignored=ignored)
+        flags=flags, understood=understood, ignored=ignored, speculative=speculative)
+
+
+def _draft(values: dict[str, FlagValue], typed: dict[str, str], understood: list[str],
+           ignored: list[str]) -> Speculative | None:
+    """The draft model flags, taken out of `values`: -md and --draft-max as a Speculative;
+    --draft-min read (it changes no memory); -ngld below every layer and a -cd other than
+    the target's cells are moved to `ignored` (the draft is placed whole on the GPUs with
+    the target's cells, tools/server/server.cpp load_model)."""
+    from llm_inventory.engine.serving.speculative_launch import llamacpp_read
+
+    if "draft_min" in values:
+        _integer(values.pop("draft_min"), "draft_min")
+    for key in ("gpu_layers_draft", "ctx_size_draft"):
+        if key in values:
+            text = values.pop(key)
+            word = str(text).strip().lower()
+            whole = word in ("all", "auto", "-1") if key == "gpu_layers_draft" else False
+            n = -1 if whole else _integer(text, key)
+            keeps = (n < 0 or n >= ALL_LAYERS_DRAFT) if key == "gpu_layers_draft" else n == 0
+            if not keeps:
+                said = f"{typed[key]} {text}"
+                understood.remove(said)
+                ignored.append(said)
+    draft = values.pop("model_draft", None)
+    draft_max = values.pop("draft_max", None)
+    return llamacpp_read(None if draft is None else str(draft),
+                         None if draft_max is None else str(draft_max))
+
+
+ALL_LAYERS_DRAFT = 99  # -ngld at or past every layer of any draft: the whole draft on GPUs
 
 
 def _quant_tag(model: str) -> str | None:

@@ -40,4 +40,11 @@ def write(p: LaunchPlan) -> list[LaunchLine]:
     if kv:
         # a quantized V cache needs flash attention (llama_init_from_model refuses it)
         args += ["-ctk", kv, "-ctv", kv, "-fa", "on"]
+    if p.speculative is not None:  # engine/serving/speculative_launch.py
+        from llm_inventory.engine.serving.speculative_launch import llamacpp_args
+
+        draft = llamacpp_args(p.speculative)
+        if not draft:
+            return []  # llama-server drafts with a draft model only
+        args += draft
     return [LaunchLine("serve", args)]

@@ -24,6 +24,7 @@ class Sglang(SglangEngine):
     fraction_rule = "reserve"
     tier_rule = "v0520"
     prefill_graph_reserve = True
+    budgets_drafter = True  # sglang#23862 (2026-04-27): draft weights and pool budgeted
     rules = (
         ("default mem_fraction_static: the reserve formula with graph reserves; 20–35 GiB GPUs "
          "chunked prefill 4096, decode max_bs 48",

@@ -22,6 +22,7 @@ class SglangGraph(SglangEngine):
     fraction_rule = "reserve"
     tier_rule = "v053"
     prefill_graph_reserve = True
+    budgets_drafter = True  # sglang#23862 (2026-04-27): draft weights and pool budgeted
     rules = (
         ("default mem_fraction_static: the reserve formula + 8 MiB per prefill graph size (MLA "
          "1.5 GiB) before the 10 GiB floor",

@@ -45,6 +45,10 @@ def server_argv(p: LaunchPlan) -> list[str]:
         args += ["--kv-cache-dtype", kv_word(p.kv_dtype)]
     if p.quantization:
         args += ["--quantization", p.quantization]
+    if p.speculative is not None:  # engine/serving/speculative_launch.py
+        from llm_inventory.engine.serving.speculative_launch import sglang_args
+
+        args += sglang_args(p.speculative)
     return args
 
 

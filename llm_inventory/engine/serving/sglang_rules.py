@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -58,6 +58,8 @@ from llm_inventory.engine.serving.base import (
     StageShape,
 )
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
+from llm_inventory.engine.serving.speculative_launch import SGLANG_FLAGS, sglang_read
+from llm_inventory.engine.speculative import Speculative
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device, MemoryBasis
 from llm_inventory.spec.model import ModelSpec
@@ -66,6 +68,9 @@ from llm_inventory.units import GIB, MIB
 FractionRule = Literal["tp", "tp_large", "parallel", "gpu_table", "reserve"]
 TierRule = Literal["v04", "v047", "v048", "v053", "v0520"]
 MambaRule = Literal["slots", "ratio"]
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.speculative import DraftRule
 
 
 class InitModel(BaseModel):
@@ -117,6 +122,9 @@ class SglangSettings(EngineSettings):
     max_mamba_cache_size: int | None = None
     mamba_full_memory_ratio: float = 0.9
     disable_radix_cache: bool = False
+    # speculative decoding: the tokens each request slot adds to the profiled pool for its
+    # drafts and verification (speculative_num_steps × eagle_topk + num_draft_tokens)
+    speculative_tokens_per_request: int = 0
 
 
 class SglangCapacity(KvCapacity):
@@ -150,6 +158,7 @@ class TokenPool(PoolLayout):
     mamba_ratio: float
     max_running_asked: int | None
     request_extra: int
+    speculative_per_request: int = 0
 
     def _mamba(self, rest: int) -> tuple[int, int]:
         """(slots, bytes) of the Mamba state pool taken from `rest`."""
@@ -172,6 +181,12 @@ class TokenPool(PoolLayout):
         if not self.page:
             return 0, 0, slots
         tokens = int(rest // self.page)
+        if self.speculative_per_request:
+            # draft and verify tokens of every request slot, and 100 more, on top of the
+            # profiled pool (model_runner.py init_memory_pool: draft_runner_cache_size)
+            requests = self.max_running_asked or min(max(
+                int(tokens / self.context * 512), 2048), 4096)
+            tokens += requests * self.speculative_per_request + 100
         if self.max_total_tokens is not None:
             tokens = min(tokens, self.max_total_tokens)
         tokens = tokens // self.page_size * self.page_size
@@ -344,6 +359,7 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     understood: list[str] = []
     ignored: list[str] = []
     dp_attention = False
+    speculative: dict[str, str] = {}
     args = list(argv)
     if args and not args[0].startswith("-"):
         fields["model"] = args.pop(0)
@@ -361,6 +377,16 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             dp_attention = True
             understood.append(option)
             i += 1
+            continue
+        if option in SGLANG_FLAGS:  # speculative decoding, read together at the end
+            if eq:
+                value, i = inline, i + 1
+            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+                value, i = args[i + 1], i + 2
+            else:
+                raise InputError("launch", f"{option} needs a value")
+            speculative[option] = value
+            understood.append(f"{option} {value}")
             continue
         if option not in _VALUE_OPTIONS:
             if not arg.startswith("-"):
@@ -414,6 +440,8 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             fields[name] = flags.pop(flag)
     if dp_attention:
         _dp_attention(fields)
+    if speculative:
+        fields["speculative"] = sglang_read(speculative)
     return LaunchCommand.model_validate({"engine": "sglang", **fields, "flags": flags,
                                          "understood": understood, "ignored": ignored})
 
@@ -477,8 +505,31 @@ class SglangEngine(ServingEngine):
     programs = (("python", "-m", "sglang.launch_server"),
                 ("python3", "-m", "sglang.launch_server"), ("sglang", "serve"))
 
+    # the draft worker's weights and KV pool are budgeted inside mem_fraction_static (from
+    # sglang#23862, merged 2026-04-27); before it the target pool was profiled before the
+    # draft loaded and the draft pool (the same max_total_num_tokens) came on top, against
+    # a flat reservation in server_args
+    budgets_drafter: ClassVar[bool] = False
+
     def __init__(self, init: InitModel | None = None) -> None:
         self.init_model = init or InitModel()
+
+    def draft_rule(self) -> DraftRule:
+        """EAGLE/NEXTN/STANDALONE draft workers share the target's req_to_token and token
+        indices, so the draft pool holds the target's token count
+        (srt/model_executor/model_runner.py init_memory_pool: draft_runner_cache_size);
+        whether its weights and KV are inside the budget is the era's `budgets_drafter`."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        source = ("draft pool with the target's token count (srt/model_executor/"
+                  "model_runner.py init_memory_pool, draft_runner_cache_size); ")
+        if self.budgets_drafter:
+            return DraftRule(weights_budgeted=True, kv_budgeted=True, draft_tps=(),
+                             source=source + "draft weights and pool budgeted inside "
+                             "mem_fraction_static (sglang#23862)")
+        return DraftRule(weights_budgeted=False, kv_budgeted=False, draft_tps=(),
+                         source=source + "profiled before the draft loaded: its weights "
+                         "and pool come on top (before sglang#23862)")
 
     # --- settings ----------------------------------------------------------------------
 
@@ -634,7 +685,19 @@ class SglangEngine(ServingEngine):
             max_total_tokens=s.max_total_tokens, mamba_rule=self.mamba_rule,
             mamba_slots_asked=s.max_mamba_cache_size,
             mamba_ratio=s.mamba_full_memory_ratio if not s.disable_radix_cache else 0.0,
-            max_running_asked=s.max_running_requests, request_extra=self.request_extra)
+            max_running_asked=s.max_running_requests, request_extra=self.request_extra,
+            speculative_per_request=s.speculative_tokens_per_request)
+
+    def speculative_settings(self, settings: EngineSettings,
+                             asked: Speculative) -> EngineSettings:
+        """EAGLE, NEXTN and STANDALONE give the shared token pool headroom for every request
+        slot's drafts (steps × topk) and verified tokens (num_draft_tokens), plus 100
+        (python/sglang/srt/model_executor/model_runner.py ModelRunner.init_memory_pool,
+        draft_runner_cache_size); N-gram drafting adds none."""
+        if asked.method in ("ngram", "suffix"):
+            return settings
+        k = asked.num_speculative_tokens
+        return settings.model_copy(update={"speculative_tokens_per_request": k + k + 1})
 
     # --- its own words -----------------------------------------------------------------
 

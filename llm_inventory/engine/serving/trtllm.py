@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from llm_inventory.bounds import SIZE, number
 from llm_inventory.engine.serving.base import (
@@ -71,6 +71,10 @@ BACKENDS = ("pytorch", "tensorrt")
 FLAGS = ("backend", "max_batch_size", "max_num_tokens", "max_beam_width", "tokens_per_block",
          "free_gpu_memory_fraction", "max_tokens", "max_gpu_total_bytes", "max_input_len",
          "fail_fast_on_attention_window_too_large", "extra_llm_api_options")
+
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.speculative import DraftRule
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +200,19 @@ class TensorRtLlm(ServingEngine):
                 "estimate, vLLM 0.19's calibrated model reused")
 
     # --- settings -------------------------------------------------------------------------
+
+    def draft_rule(self) -> DraftRule:
+        """PyTorch backend: the draft model or one-model EAGLE-3/MTP layers load with the
+        target before the KV estimation, and the draft's KV bytes per token join the
+        target's when the token budget is cut (tensorrt_llm/_torch/pyexecutor/_util.py
+        KvCacheCreator._get_cache_size_per_token, TensorRT-LLM#3497; the draft KV on the
+        last PP rank only, #12188). TensorRT-LLM#9279: AutoDeploy's separate drafter
+        cache copies the target's KvCacheConfig (not modelled)."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        return DraftRule(weights_budgeted=True, kv_budgeted=True, draft_tps=(), source=(
+            "draft KV per token added to the target's when the pool is cut "
+            "(tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator, TensorRT-LLM#3497)"))
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         unknown = sorted(set(asked.flags) - set(FLAGS))
@@ -555,6 +572,11 @@ def extra_options(command: LaunchCommand, options: dict[str, Any]) -> LaunchComm
             raise InputError("backend", f"{options['backend']!r}: use pytorch or tensorrt")
         flags["backend"] = backend
         understood.append("backend")
+    if options.get("speculative_config") is not None:  # speculative_launch.py
+        from llm_inventory.engine.serving.speculative_launch import trtllm_read
+
+        update["speculative"] = trtllm_read(options["speculative_config"])
+        understood.append("speculative_config")
     return command.model_copy(update={**update, "flags": flags, "understood": understood})
 
 

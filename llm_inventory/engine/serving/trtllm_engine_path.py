@@ -10,7 +10,12 @@ Everything else is the accounting of `trtllm.py`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llm_inventory.engine.serving.trtllm import TensorRtLlm
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.speculative import DraftRule
 
 
 class TensorRtLlmEnginePath(TensorRtLlm):
@@ -24,6 +29,15 @@ class TensorRtLlmEnginePath(TensorRtLlm):
          "tensorrt_llm/llmapi/llm_args.py; tensorrt_llm/commands/serve.py (--backend "
          "default None: the cpp path)") if rule.startswith("defaults:") else (rule, source)
         for rule, source in TensorRtLlm.rules)
+
+    def draft_rule(self) -> DraftRule:
+        """Not read for the TensorRT-engine path: the draft engine is counted on top of the
+        target's pool, weights and KV."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        return DraftRule(weights_budgeted=False, kv_budgeted=False, draft_tps=(), source=(
+            "TensorRT-engine path: the draft engine's accounting is not read; its weights "
+            "and KV are counted on top"))
 
 
 ENGINE = TensorRtLlmEnginePath()

@@ -3,7 +3,8 @@
 --tp_size, --pp_size, --ep_size, --max_seq_len, --max_batch_size, --max_num_tokens,
 --kv_cache_free_gpu_memory_fraction. What `trtllm-serve` takes only from its
 --extra_llm_api_options YAML gets no line: attention DP (`enable_attention_dp`), a KV
-cache dtype (`kv_cache_config.dtype`) and a disaggregated pair (`trtllm-serve
+cache dtype (`kv_cache_config.dtype`), speculative decoding (`speculative_config`) and a
+disaggregated pair (`trtllm-serve
 disaggregated -c` with `cache_transceiver_config`); a line without them would start a
 different plan.
 """
@@ -14,7 +15,8 @@ from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:
-    if p.attention_dp > 1 or p.kv_dtype or p.disaggregation or p.quantization:
+    if p.attention_dp > 1 or p.kv_dtype or p.disaggregation or p.quantization or (
+            p.speculative is not None):  # speculative_config lives in the YAML too
         return []
     args = ["trtllm-serve", p.model, "--tp_size", str(p.tp)]
     if p.pp > 1:

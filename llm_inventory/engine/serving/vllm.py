@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.serving.base import (
@@ -56,6 +56,9 @@ from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import GIB, dtype_bits, normalize_dtype, parse_bytes
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.speculative import DraftRule
 
 # MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
 EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
@@ -284,6 +287,24 @@ class VllmV1(ServingEngine):
         """MXFP4 experts as this release's default backend on `device` lays them out
         (`mxfp4_experts`)."""
         return mxfp4_experts(self.version, device) if mxfp4_moe(spec) else None
+
+    def draft_rule(self) -> DraftRule:
+        """V1 loads the drafter with the target before profiling (GPUModelRunner.load_model:
+        "Loading drafter model…", its weights in "Model loading took"); its attention layers
+        register in the forward context, so GPUModelRunner.get_kv_cache_spec lists them
+        and get_kv_cache_config (vllm/v1/core/kv_cache_utils.py) cuts one pool for target
+        and drafter; the scheduler allocates num_speculative_tokens lookahead slots per
+        running request (vllm/v1/core/sched/scheduler.py, KVCacheManager.allocate_slots);
+        draft_tensor_parallel_size is 1 or the target's (vllm/config/speculative.py); an
+        EAGLE or MTP drafter takes the target's embedding and lm_head in place of its own
+        copies (vllm/v1/spec_decode/eagle.py EagleProposer.load_model: "Assuming the EAGLE
+        head shares the same vocab embedding with the target model")."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        return DraftRule(weights_budgeted=True, kv_budgeted=True, shares_vocab=True, source=(
+            "weights loaded before profiling, KV layers in the same KV cache spec "
+            "(vllm/v1/worker/gpu_model_runner.py GPUModelRunner.load_model, "
+            "get_kv_cache_spec; vllm/v1/core/kv_cache_utils.py get_kv_cache_config)"))
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering as release `version` (its MXFP4 backends differ inside it)."""

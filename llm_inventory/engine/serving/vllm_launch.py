@@ -12,6 +12,9 @@ Rules, from vLLM's source:
   byte; `--dtype auto` (and `--kv-cache-dtype auto`) keep the model's.
 - `--enable-expert-parallel` spreads the experts over the TP × DP ranks
   (vllm/model_executor/layers/fused_moe/config.py `FusedMoEParallelConfig.make`).
+- `--speculative-config JSON` (and the pre-0.8 `--speculative-model`,
+  `--num-speculative-tokens`): speculative decoding, read by
+  engine/serving/speculative_launch.py.
 - `--enable-prefix-caching` / `--no-enable-prefix-caching` set the engine flag
   `enable_prefix_caching` (a hybrid model's state pages per request; engine/serving/paged.py).
 Flags that do not change the memory figures (`--host`, `--port`, `--served-model-name` …) are
@@ -73,11 +76,14 @@ def _kv_dtype(text: str) -> str | None:
 # The flags this reader acts on, and real vLLM flags spelt close to them (vllm/engine/
 # arg_utils.py EngineArgs.add_cli_args, vllm/entrypoints/openai/cli_args.py): a flag close to
 # the first and none of the second is a misspelling vLLM itself refuses.
+# speculative decoding (engine/serving/speculative_launch.py reads them)
+SPECULATIVE_FLAGS = ("--speculative-config", "--speculative-model", "--num-speculative-tokens",
+                     "--speculative-draft-tensor-parallel-size")
 READ_FLAGS = ("--model", "--tensor-parallel-size", "--pipeline-parallel-size",
               "--data-parallel-size", "--enable-expert-parallel", "--max-model-len",
               "--gpu-memory-utilization", "--max-num-batched-tokens", "--max-num-seqs",
               "--block-size", "--kv-cache-dtype", "--dtype", "--quantization", "--swap-space",
-              *_READ_SWITCHES)
+              *_READ_SWITCHES, *SPECULATIVE_FLAGS)
 _NEAR_REAL = frozenset({
     "--data-parallel-size-local", "--data-parallel-rank", "--data-parallel-start-rank",
     "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-backend",
@@ -151,6 +157,7 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
     ignored: list[str] = []
     model: str | None = None
     expert_parallel = False
+    speculative: dict[str, str] = {}
     for name, value in split_args(argv):
         if not name:
             if model is None:
@@ -214,6 +221,8 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         elif name in _READ_SWITCHES:
             flag, on = _READ_SWITCHES[name]
             flags[flag] = on
+        elif name in SPECULATIVE_FLAGS:  # read together once all are known
+            speculative[name] = need()
         else:
             misspelt(name)
             ignored.append(name if value is None else f"{name} {value}")
@@ -225,5 +234,9 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         tp = int(str(fields.get("tp", 1)))
         dp = int(str(fields.get("dp", 1)))
         fields["ep"] = tp * dp
+    if speculative:
+        from llm_inventory.engine.serving.speculative_launch import vllm_read
+
+        fields["speculative"] = vllm_read(speculative)
     return LaunchCommand(engine="vllm", model=model, flags=flags, understood=understood,
                          ignored=ignored, **fields)

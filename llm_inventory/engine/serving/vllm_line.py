@@ -35,6 +35,10 @@ def server_argv(p: LaunchPlan) -> list[str]:
         args += ["--kv-cache-dtype", "bfloat16" if p.kv_dtype == "bf16" else p.kv_dtype]
     if p.quantization:
         args += ["--quantization", p.quantization]
+    if p.speculative is not None:  # engine/serving/speculative_launch.py
+        from llm_inventory.engine.serving.speculative_launch import vllm_args
+
+        args += vllm_args(p.speculative)
     return args
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from llm_inventory.engine import kinds
 from llm_inventory.engine.serving.base import (
@@ -59,6 +59,9 @@ from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import GIB, dtype_bits
+
+if TYPE_CHECKING:
+    from llm_inventory.engine.speculative import DraftRule
 
 LONG_CONTEXT = 32 * 1024  # V0 turns chunked prefill on above this max_model_len
 SWAP_SPACE_GIB = 4.0
@@ -188,6 +191,20 @@ class VllmV0(VllmV1):
     def __init__(self, reserve: V0Reserve | None = None) -> None:
         super().__init__()
         self.v0_reserve = reserve or V0Reserve()
+
+    def draft_rule(self) -> DraftRule:
+        """V0 profiles the target (scorer) worker alone, then splits its block count between
+        target and proposer by their block sizes
+        (vllm/spec_decode/spec_decode_worker.py SpecDecodeWorker.
+        determine_num_available_blocks, split_num_cache_blocks_evenly): the drafter's KV
+        shares the pool, its weights are not profiled and come on top (vllm#9995; the fix,
+        vllm#14067, closed unmerged)."""
+        from llm_inventory.engine.speculative import DraftRule
+
+        return DraftRule(weights_budgeted=False, kv_budgeted=True, source=(
+            "blocks split between target and proposer by block size, the proposer's "
+            "weights not profiled (vllm/spec_decode/spec_decode_worker.py "
+            "determine_num_available_blocks; vllm#9995)"))
 
     def at_version(self, version: str) -> ServingEngine:
         if version == self.version:
