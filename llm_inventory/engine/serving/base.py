@@ -25,6 +25,8 @@ from llm_inventory.spec.model import ModelSpec
 
 if TYPE_CHECKING:
     from llm_inventory.engine.device_weights import WeightLayout
+    from llm_inventory.engine.lora import LoraRule
+    from llm_inventory.engine.mm_budget import MmRule
 
 FlagValue = str | int | float | bool
 
@@ -129,6 +131,9 @@ class ReserveEstimate(BaseModel):
     activation_bytes: int
     reserve_bytes: int
     cuda_graph_bytes: int = 0  # CUDA-graph memory subtracted up front (included in reserve_bytes)
+    # the encoder's profiling pass of a vision-language model (`engine/mm_budget.py`;
+    # included in reserve_bytes)
+    encoder_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,6 +541,18 @@ class ServingEngine(ABC):
         than an engine registered before it with the same programs (a fork's own flags or
         path); False by default."""
         return False
+
+    # --- serving features -------------------------------------------------------------------
+
+    # How the engine holds LoRA adapters (`engine/lora.py`; None: not modelled for it)
+    lora_rule: ClassVar[LoraRule | None] = None
+    # What it reserves for a vision encoder (`engine/mm_budget.py`; None: nothing modelled)
+    mm_rule: ClassVar[MmRule | None] = None
+
+    def with_vision_factor(self, settings: EngineSettings, factor: float) -> EngineSettings:
+        """`settings` with the engine's default memory fraction scaled by `factor` for a
+        vision tower (an engine whose `mm_rule` scales its fraction overrides this)."""
+        return settings
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);

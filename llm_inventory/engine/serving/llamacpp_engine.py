@@ -52,6 +52,7 @@ from llm_inventory.engine.serving.base import (
     ServingEngine,
     StageShape,
 )
+from llm_inventory.engine.serving.feature_rules import LLAMACPP_LORA
 from llm_inventory.engine.serving.ggml_types import (
     FILE_TYPES,
     GGML_TYPES,
@@ -125,6 +126,7 @@ class LlamaCpp(ServingEngine):
     versions = "b7880 onward"
     version = "7880"
     label = "llama.cpp b7880"
+    lora_rule = LLAMACPP_LORA
     summary = ("KV = cells × Σ cached layers (K row + V row) in the cache types, no profiling; "
                "layers offloaded with -ngl, split by -ts; compute buffers estimated")
     calibrated_on = ("the compute buffers of the Qwen3-0.6B/1.7B CPU and Phi-3-mini CUDA "

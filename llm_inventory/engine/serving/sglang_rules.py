@@ -57,6 +57,7 @@ from llm_inventory.engine.serving.base import (
     ServingEngine,
     StageShape,
 )
+from llm_inventory.engine.serving.feature_rules import SGLANG_LORA, SGLANG_MM
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device, MemoryBasis
@@ -117,6 +118,8 @@ class SglangSettings(EngineSettings):
     max_mamba_cache_size: int | None = None
     mamba_full_memory_ratio: float = 0.9
     disable_radix_cache: bool = False
+    # a multimodal model's scale of the default fraction (`ServerArgs.adjust_mem_fraction_for_vlm`)
+    vision_factor: float = 1.0
 
 
 class SglangCapacity(KvCapacity):
@@ -462,6 +465,8 @@ class SglangEngine(ServingEngine):
     """SGLang in one accounting era; subclasses set the era's rules (class attributes)."""
 
     name = "sglang"
+    lora_rule = SGLANG_LORA
+    mm_rule = SGLANG_MM
     state_slots_knob = "--max-mamba-cache-size"
     summary = ("KV pool = mem_fraction_static × free memory after the distributed init − "
                "weights, in cells of one token (K and V of every layer), floored to the page")
@@ -538,7 +543,17 @@ class SglangEngine(ServingEngine):
             return settings.memory_fraction
         # A reserve larger than the GPU (a huge chunked_prefill_size) makes the era's
         # formula negative: nothing is left for the pool, never less than nothing.
-        return max(0.0, self.default_fraction(settings, tp, pp, mla))
+        own = max(0.0, self.default_fraction(settings, tp, pp, mla))
+        return own * settings.vision_factor if settings.vision_factor != 1.0 else own
+
+    def with_vision_factor(self, settings: EngineSettings, factor: float) -> EngineSettings:
+        """The default mem_fraction_static scaled for a multimodal model's vision tower, as
+        `ServerArgs.adjust_mem_fraction_for_vlm` does after the reserve formula (an asked
+        fraction is kept as asked)."""
+        if not isinstance(settings, SglangSettings) or settings.fraction_asked:
+            return settings
+        scaled = settings.model_copy(update={"vision_factor": factor})
+        return scaled.model_copy(update={"memory_fraction": self.fraction(scaled, 1, 1)})
 
     def default_fraction(self, settings: SglangSettings, tp: int, pp: int,
                          mla: bool = False) -> float:
