@@ -25,6 +25,20 @@ from llm_inventory.cli.common import (
     tokens_parser,
     units_of,
 )
+from llm_inventory.cli.feature_options import (
+    EnableLoraOption,
+    FullyShardedOption,
+    LimitMmOption,
+    LoraDtypeOption,
+    LoraFileOption,
+    LoraModulesOption,
+    LoraRankOption,
+    MaxCpuLorasOption,
+    MaxLorasOption,
+    MaxPixelsOption,
+    SkipMmProfilingOption,
+    feature_fields,
+)
 from llm_inventory.render.output import OutputFormat, Units
 
 
@@ -251,6 +265,17 @@ def placement(
     report: ReportOption = None,
     profile: ProfileOption = None,
     no_local_calibration: NoLocalCalibrationOption = False,
+    enable_lora: EnableLoraOption = False,
+    lora_rank: LoraRankOption = None,
+    max_loras: MaxLorasOption = None,
+    max_cpu_loras: MaxCpuLorasOption = None,
+    lora_dtype: LoraDtypeOption = None,
+    lora_modules: LoraModulesOption = None,
+    fully_sharded_loras: FullyShardedOption = False,
+    lora_file: LoraFileOption = None,
+    limit_mm_per_prompt: LimitMmOption = None,
+    mm_max_pixels: MaxPixelsOption = None,
+    skip_mm_profiling: SkipMmProfilingOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -303,6 +328,9 @@ def placement(
         allow_cross_node_tp=allow_cross_node_tp, allow_long_context=long_ok, limit=limit,
         batch=batch, prompt_tokens=prompt_tokens, engine=engines[0], sort=sort,
         engine_flags=flags, used_bytes=occupied,
+        **feature_fields(enable_lora, lora_rank, max_loras, max_cpu_loras, lora_dtype,
+                         lora_modules, fully_sharded_loras, lora_file, limit_mm_per_prompt,
+                         mm_max_pixels, skip_mm_profiling),
     )
     for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if value is not None and value > n:  # nothing to place; and a search of that size

@@ -179,6 +179,11 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
         parts.append(Text(would_fit_line(result, units), style="yellow"))
     if launches:
         parts.append(Text("launch (one replica each):\n" + "\n".join(launches)))
+    best = shown[0].per_device if shown else None
+    if best is not None and (best.lora is not None or best.multimodal is not None):
+        from llm_inventory.render.features import feature_lines
+
+        parts.append(Text("\n".join(feature_lines(best, units))))
     bars = _memory(result, shown)
     if bars is not None:
         parts.append(bars)
@@ -306,8 +311,10 @@ def _memory(result: PlacementResult, shown: list[Plan]) -> RichTable | None:
         d = plan.per_device
         if d is None:
             continue
-        free = d.memory_bytes - d.weight_bytes - d.reserve_bytes - max(0, d.kv_pool_bytes)
+        # LoRA adapter buffers sit with the weights; the encoder's reserve is in the reserve
+        weights = d.weight_bytes + (d.lora.device_bytes if d.lora is not None else 0)
+        free = d.memory_bytes - weights - d.reserve_bytes - max(0, d.kv_pool_bytes)
         rows.append((f"{index}. {_split(plan)}",
-                     [d.weight_bytes, d.reserve_bytes, max(0, d.kv_pool_bytes), max(0, free)],
+                     [weights, d.reserve_bytes, max(0, d.kv_pool_bytes), max(0, free)],
                      d.memory_bytes))
     return memory_bars(rows) if rows else None

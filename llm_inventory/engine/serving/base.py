@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
+from llm_inventory.engine.lora import LoraRequest
+from llm_inventory.engine.mm_budget import MultimodalRequest
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.spec.devices import Device
@@ -120,6 +122,8 @@ class LaunchCommand(BaseModel):
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     understood: list[str] = Field(default_factory=list)
     ignored: list[str] = Field(default_factory=list)
+    lora: LoraRequest | None = None  # LoRA adapter buffers asked for (`engine/lora.py`)
+    multimodal: MultimodalRequest | None = None  # multimodal limits (`engine/mm_budget.py`)
 
 
 class ReserveEstimate(BaseModel):

@@ -12,6 +12,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from llm_inventory.engine.lora import LoraRequest
+from llm_inventory.engine.mm_budget import MultimodalRequest
+
 
 @dataclass(frozen=True)
 class LaunchPlan:
@@ -38,6 +41,8 @@ class LaunchPlan:
     gguf: bool = False  # the model is a GGUF file (llama.cpp -m) rather than a Hub id
     n_gpu_layers: int | None = None  # llama.cpp: layers on the GPUs (None: all)
     n_cpu_moe: int | None = None  # llama.cpp: layers whose experts stay in host memory
+    lora: LoraRequest | None = None  # LoRA adapter buffers (`engine/lora.py`)
+    multimodal: MultimodalRequest | None = None  # multimodal limits (`engine/mm_budget.py`)
 
     @property
     def attention_dp(self) -> int:

@@ -689,10 +689,24 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
     typed: dict[str, str] = {}  # setting → the flag as written
     understood: list[str] = []
     ignored: list[str] = []
+    from llm_inventory.engine.serving.feature_flags import LLAMACPP, FeatureReader
+
+    adapters = FeatureReader(LLAMACPP)
     i = 0
     while i < len(argv):
         token = argv[i]
         name, eq, inline = token.partition("=")
+        if name in (LLAMACPP.adapter_file, LLAMACPP.adapter_scaled):
+            # --lora FILE, --lora-scaled FILE SCALE (the scale changes no memory)
+            width = 2 if name == LLAMACPP.adapter_scaled else 1
+            words = [inline] if eq else argv[i + 1:i + 1 + width]
+            if len(words) < (1 if eq else width) or any(w.startswith("-") for w in words):
+                raise InputError("launch", f"{name} needs a file"
+                                 + (" and a scale" if width == 2 else ""))
+            adapters.take(name, words[0])
+            understood.append(" ".join([name, *words]))
+            i += 1 + (0 if eq else width)
+            continue
         option = _OPTIONS.get(name)
         if option is None:
             if token.startswith("-"):
@@ -744,7 +758,8 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
         context=context, dtype=dtype,
         max_num_seqs=int(flags["parallel"]) if "parallel" in flags else None,
         max_num_batched_tokens=int(flags["batch_size"]) if "batch_size" in flags else None,
-        flags=flags, understood=understood, ignored=ignored)
+        flags=flags, understood=understood, ignored=ignored,
+        lora=adapters.fields().get("lora"))
 
 
 def _quant_tag(model: str) -> str | None:

@@ -45,7 +45,9 @@ def server_argv(p: LaunchPlan) -> list[str]:
         args += ["--kv-cache-dtype", kv_word(p.kv_dtype)]
     if p.quantization:
         args += ["--quantization", p.quantization]
-    return args
+    from llm_inventory.engine.serving.feature_flags import SGLANG, feature_args
+
+    return args + feature_args(SGLANG, p.lora, p.multimodal)
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:

@@ -351,10 +351,30 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     if args and not args[0].startswith("-"):
         fields["model"] = args.pop(0)
         understood.append("MODEL")
+    from llm_inventory.engine.serving.feature_flags import SGLANG, FeatureReader
+
+    features = FeatureReader(SGLANG)
     i = 0
     while i < len(args):
         arg = args[i]
         option, eq, inline = arg.partition("=")
+        if not arg.startswith("-") and features.take_word(arg):
+            i += 1
+            continue
+        if features.takes(option):
+            if option == SGLANG.enable and not eq:
+                features.take(option, None)
+                i += 1
+            elif eq:
+                features.take(option, inline)
+                i += 1
+            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+                features.take(option, args[i + 1])
+                i += 2
+            else:
+                raise InputError("launch", f"{option} needs a value")
+            continue
+        features.take("", None)  # any other option ends a several-valued one
         if option in _SWITCHES and not eq:
             flags[_SWITCHES[option]] = True
             understood.append(option)
@@ -417,6 +437,8 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             fields[name] = flags.pop(flag)
     if dp_attention:
         _dp_attention(fields)
+    fields.update(features.fields())
+    understood += features.texts
     return LaunchCommand.model_validate({"engine": "sglang", **fields, "flags": flags,
                                          "understood": understood, "ignored": ignored})
 

@@ -35,7 +35,9 @@ def server_argv(p: LaunchPlan) -> list[str]:
         args += ["--kv-cache-dtype", "bfloat16" if p.kv_dtype == "bf16" else p.kv_dtype]
     if p.quantization:
         args += ["--quantization", p.quantization]
-    return args
+    from llm_inventory.engine.serving.feature_flags import VLLM, feature_args
+
+    return args + feature_args(VLLM, p.lora, p.multimodal)
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:
