@@ -21,6 +21,20 @@ from llm_inventory.cli.common import (
     TpOption,
     tokens_parser,
 )
+from llm_inventory.cli.feature_options import (
+    EnableLoraOption,
+    FullyShardedOption,
+    LimitMmOption,
+    LoraDtypeOption,
+    LoraFileOption,
+    LoraModulesOption,
+    LoraRankOption,
+    MaxCpuLorasOption,
+    MaxLorasOption,
+    MaxPixelsOption,
+    SkipMmProfilingOption,
+    feature_fields,
+)
 from llm_inventory.render.output import OutputFormat
 
 
@@ -201,6 +215,17 @@ def recommend(
     report: ReportOption = None,
     profile: ProfileOption = None,
     no_local_calibration: NoLocalCalibrationOption = False,
+    enable_lora: EnableLoraOption = False,
+    lora_rank: LoraRankOption = None,
+    max_loras: MaxLorasOption = None,
+    max_cpu_loras: MaxCpuLorasOption = None,
+    lora_dtype: LoraDtypeOption = None,
+    lora_modules: LoraModulesOption = None,
+    fully_sharded_loras: FullyShardedOption = False,
+    lora_file: LoraFileOption = None,
+    limit_mm_per_prompt: LimitMmOption = None,
+    mm_max_pixels: MaxPixelsOption = None,
+    skip_mm_profiling: SkipMmProfilingOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """The plans that meet a workload's latency targets, ranked by cost: replicas, GPUs,
@@ -276,7 +301,10 @@ def recommend(
                             allowed="a positive price in $ per kWh, below 1,000,000"),
         dtype=dtype,
         kv_dtype=kv_dtype, seed=seed, limit=limit, tp=tp, pp=pp, ep=ep, context=context,
-        disaggregation=disaggregation)
+        disaggregation=disaggregation,
+        **feature_fields(enable_lora, lora_rank, max_loras, max_cpu_loras, lora_dtype,
+                         lora_modules, fully_sharded_loras, lora_file, limit_mm_per_prompt,
+                         mm_max_pixels, skip_mm_profiling))
     result = _with_local_calibration(spec, request, profile, no_local_calibration)
     if plot is not None:
         from llm_inventory.render.plot import write_plot

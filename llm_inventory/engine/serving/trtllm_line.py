@@ -5,7 +5,7 @@
 --extra_llm_api_options YAML gets no line: attention DP (`enable_attention_dp`), a KV
 cache dtype (`kv_cache_config.dtype`) and a disaggregated pair (`trtllm-serve
 disaggregated -c` with `cache_transceiver_config`); a line without them would start a
-different plan.
+different plan. Nor does LoRA (its `lora_config`, not modelled here).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:
-    if p.attention_dp > 1 or p.kv_dtype or p.disaggregation or p.quantization:
+    if p.attention_dp > 1 or p.kv_dtype or p.disaggregation or p.quantization \
+            or p.lora is not None:
         return []
     args = ["trtllm-serve", p.model, "--tp_size", str(p.tp)]
     if p.pp > 1:
