@@ -109,7 +109,7 @@ def target_modules(names: tuple[str, ...] | None) -> tuple[str, ...]:
         key = name.strip().lower()
         parts = PACKED.get(key, (key,) if key in MODULES else ())
         if not parts:
-            raise InputError("lora_target_modules", f"{name!r} is not a LoRA target module; "
+            raise InputError("lora_modules", f"{name!r} is not a LoRA target module; "
                              f"use {', '.join(MODULES)}, qkv_proj, gate_up_proj or all")
         found.extend(p for p in parts if p not in found)
     return tuple(m for m in MODULES if m in found)
