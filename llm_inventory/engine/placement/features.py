@@ -151,3 +151,22 @@ def with_encoder(facts: ModelFacts, reserve: ReserveEstimate, tp: int) -> Reserv
     extra = figures.profile_bytes
     return reserve.model_copy(update={"encoder_bytes": extra,
                                       "reserve_bytes": reserve.reserve_bytes + extra})
+
+
+def feature_notes(facts: ModelFacts) -> list[str]:
+    """What the features' figures rest on, once per result."""
+    notes = []
+    if facts.mm_rule is not None and facts.mm_rule.profiles_encoder:
+        asked = facts.request.multimodal or MultimodalRequest()
+        if asked.limit_per_prompt.get("image", 1) != 0 and not asked.skip_profiling:
+            notes.append(
+                "the reserve holds the encoder's profiling pass: its image outputs by "
+                f"{facts.engine.label}'s budget rule, the tower's activations an estimate; "
+                "images only (a longer dummy video or audio item is not modelled: "
+                "--limit-mm-per-prompt video=0 matches it)")
+    if facts.lora_rule is not None and facts.request.lora is not None \
+            and facts.stack is not None:
+        left = uncounted(facts.stack, facts.lora_rule)
+        if left:
+            notes.append("LoRA slots not counted for " + ", ".join(left))
+    return notes
