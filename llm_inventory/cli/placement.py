@@ -303,7 +303,13 @@ def placement(
 
     check_report(report)
     extra = load_devices_file(devices_file) if devices_file is not None else []
+    features = feature_fields(enable_lora, lora_rank, max_loras, max_cpu_loras, lora_dtype,
+                              lora_modules, fully_sharded_loras, lora_file,
+                              limit_mm_per_prompt, mm_max_pixels, skip_mm_profiling)
     if devices is not None:
+        if features:  # the stages of several device types show no feature figures yet
+            raise InputError("devices", "LoRA and multimodal options are fitted on one "
+                             "device type (--device), not over --devices")
         return _mixed(model, devices, extra, device, context, concurrency,
                       gpu_memory_utilization, engine, dtype, kv_dtype, fmt)
     if device is None and device_memory is None:
@@ -327,10 +333,7 @@ def placement(
         block_size=block_size, dtype=dtype, kv_dtype=kv_dtype, even_experts=even_experts,
         allow_cross_node_tp=allow_cross_node_tp, allow_long_context=long_ok, limit=limit,
         batch=batch, prompt_tokens=prompt_tokens, engine=engines[0], sort=sort,
-        engine_flags=flags, used_bytes=occupied,
-        **feature_fields(enable_lora, lora_rank, max_loras, max_cpu_loras, lora_dtype,
-                         lora_modules, fully_sharded_loras, lora_file, limit_mm_per_prompt,
-                         mm_max_pixels, skip_mm_profiling),
+        engine_flags=flags, used_bytes=occupied, **features,
     )
     for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if value is not None and value > n:  # nothing to place; and a search of that size

@@ -73,10 +73,12 @@ def test_llamacpp_adapter_file_is_sized_by_its_bytes(invoke: Invoke, tmp_path: P
     (("-e", "sglang", "--enable-lora"), "lora-rank: SGLang"),
     (("--lora-dtype", "int3", "--enable-lora"), "lora-dtype:"),
     (("--lora-file", "/nonexistent/adapter.gguf"), "lora-file: cannot read adapter.gguf"),
+    (("--devices", "h100:2,a100-80gb:2", "--lora-rank", "8"), "devices: LoRA and multimodal"),
 ])
 def test_bad_feature_input_is_one_line(invoke: Invoke, args: tuple[str, ...],
                                        field: str) -> None:
-    run = invoke("placement", "llama-3.1-8b", "-d", "h100", *args)
+    run = invoke("placement", "llama-3.1-8b", *(args if "--devices" in args
+                                                 else ("-d", "h100", *args)))
     assert run.code == 2
     assert run.stdout == ""
     assert len(run.stderr.strip().splitlines()) == 1

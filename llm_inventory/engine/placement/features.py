@@ -58,8 +58,9 @@ def feature_rules(spec: ModelSpec, request: PlacementRequest, engine: ServingEng
         if lora_rule.from_files and asked.adapter_bytes:
             pass
         elif asked.max_lora_rank is None and lora_rule.default_rank is None:
-            raise InputError("lora_rank", f"{engine.label} reads the rank from the adapters; "
-                             "give --lora-rank (the largest adapter's rank)")
+            raise InputError("lora_rank", f"{engine.label} reads the rank from the adapters' "
+                             "files; give the largest adapter's rank (--lora-rank; on its "
+                             "own command line --max-lora-rank)")
         target_modules(asked.target_modules)  # refuses an unknown module name
         lora_dtype(asked, activation_dtype(spec))
     mm_rule = None
