@@ -141,11 +141,20 @@ def _encoder_peak(encoder: Encoder, tokens: int, tp: int, act_bytes: int) -> int
     return tokens * (2 * hidden + widest) * act_bytes
 
 
-def vision_factor(encoder: Encoder) -> float:
-    """SGLang's scale of the default mem_fraction_static for a vision tower."""
+#: Model types whose vision_config names the merger's output width `hidden_size` (the tower's
+#: own is `embed_dim`: transformers `Qwen2VLVisionConfig`); SGLang reads that key as it is.
+_HIDDEN_IS_OUTPUT = frozenset({"qwen2_vl"})
+
+
+def vision_factor(encoder: Encoder, model_type: str | None = None,
+                  output_width: int | None = None) -> float:
+    """SGLang's scale of the default mem_fraction_static for a vision tower: its
+    vision_config's num_hidden_layers (24 when absent) and hidden_size (1024)."""
     stack = encoder.stack
     layers = stack.layers if stack is not None else 24
     hidden = (stack.hidden_size or 1024) if stack is not None else 1024
+    if model_type in _HIDDEN_IS_OUTPUT and output_width:
+        hidden = output_width
     ratio = layers * hidden ** 2 / (24 * 1024 ** 2)
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 

@@ -91,6 +91,12 @@ def test_sglang_scales_its_default_fraction_for_the_tower() -> None:
     assert vision_factor(llava) == pytest.approx(0.95)
     assert vision_factor(qwen) == pytest.approx(0.95 * (1 - 0.1 * (32 * 1280**2
                                                                   / (24 * 1024**2) - 1)))
+    # Qwen2-VL's vision_config.hidden_size is the merger's 3,584 (its tower's is embed_dim):
+    # 32 · 3584² ÷ (24 · 1024²) = 16.3, the factor at its floor, 0.95 × 0.8
+    qwen2 = load_preset("qwen2-vl-7b")
+    assert qwen2.encoder is not None and qwen2.decoder is not None
+    assert vision_factor(qwen2.encoder, qwen2.model_type,
+                         qwen2.decoder.hidden_size) == pytest.approx(0.76)
     era = serving.get("sglang")
     bare = copy.copy(era)
     bare.mm_rule = None  # type: ignore[misc]

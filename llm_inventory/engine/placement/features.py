@@ -70,7 +70,9 @@ def feature_rules(spec: ModelSpec, request: PlacementRequest, engine: ServingEng
             from llm_inventory.engine.mm_budget import vision_factor
 
             assert spec.encoder is not None
-            settings = engine.with_vision_factor(settings, vision_factor(spec.encoder))
+            width = spec.decoder.hidden_size if spec.decoder is not None else None
+            settings = engine.with_vision_factor(
+                settings, vision_factor(spec.encoder, spec.model_type, width))
     if request.multimodal is not None and mm_rule is None and _has_vision(spec) \
             and request.multimodal.limit_per_prompt.get("image", 1) != 0:
         raise InputError("limit_mm_per_prompt", f"the encoder budget is not modelled for "
