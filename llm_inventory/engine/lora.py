@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.bounds import LORA_RANK, LORA_SLOTS
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import LayerKind, Stack
 from llm_inventory.units import DTYPE_BITS, normalize_dtype
@@ -48,8 +49,8 @@ PACKED: dict[str, tuple[str, ...]] = {
     "all-linear": MODULES,
 }
 _ATTENTION_KINDS = {LayerKind.FULL.value, LayerKind.SLIDING.value, LayerKind.CHUNKED.value}
-MAX_SLOTS = 1 << 16
-MAX_RANK = 1 << 16
+MAX_SLOTS = LORA_SLOTS.limit
+MAX_RANK = LORA_RANK.limit
 
 
 class LoraRequest(BaseModel):

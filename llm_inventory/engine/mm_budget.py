@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.bounds import MAX_PIXELS
 from llm_inventory.engine.media import feature_tokens
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import Encoder, ModelSpec
@@ -49,7 +50,7 @@ class MultimodalRequest(BaseModel):
 
     # items per prompt by modality (vLLM --limit-mm-per-prompt); a missing one: the default
     limit_per_prompt: dict[str, int] = Field(default_factory=dict)
-    max_pixels: int | None = Field(default=None, ge=1, le=1 << 40)  # --mm-processor-kwargs
+    max_pixels: int | None = Field(default=None, ge=1, le=MAX_PIXELS.limit)  # processor kwargs
     skip_profiling: bool = False  # vLLM --skip-mm-profiling
 
 

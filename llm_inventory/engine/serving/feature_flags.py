@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from llm_inventory.bounds import SIZE, number
+from llm_inventory.bounds import LORA_RANK, LORA_SLOTS, MAX_PIXELS, Bound, number
 from llm_inventory.engine.lora import LoraRequest
 from llm_inventory.engine.mm_budget import MultimodalRequest, parse_limits
 from llm_inventory.errors import InputError
@@ -66,8 +66,8 @@ LLAMACPP = FeatureFlags(enable=None, slots=None, rank=None, adapter_file="--lora
                         adapter_scaled="--lora-scaled", adapters_enable=True)
 
 
-def _count(flag: str, text: str) -> int:
-    return int(number(flag, text, low=1, high=SIZE.limit, integer=True))
+def _count(flag: str, text: str, bound: Bound = LORA_SLOTS) -> int:
+    return int(number(flag, text, low=1, high=bound.limit, integer=True))
 
 
 @dataclass
@@ -116,7 +116,7 @@ class FeatureReader:
         elif name == t.slots:
             self.lora["max_loras"] = _count(name, value)
         elif name == t.rank:
-            self.lora["max_lora_rank"] = _count(name, value)
+            self.lora["max_lora_rank"] = _count(name, value, LORA_RANK)
         elif name == t.cpu_slots:
             self.lora["max_cpu_loras"] = _count(name, value)
         elif name == t.dtype:
@@ -161,7 +161,7 @@ def _mm_kwargs(text: str) -> dict[str, object]:
     pixels = loaded.get("max_pixels")
     if pixels is None:
         return {}
-    return {"max_pixels": _count("--mm-processor-kwargs max_pixels", str(pixels))}
+    return {"max_pixels": _count("--mm-processor-kwargs max_pixels", str(pixels), MAX_PIXELS)}
 
 
 def feature_args(table: FeatureFlags, lora: LoraRequest | None,
