@@ -82,6 +82,7 @@ class LoraRule:
     host_cache: bool  # adapters also kept in host memory (vLLM's max_cpu_loras)
     source: str  # file and function it follows, with the release
     from_files: bool = False  # the adapters' own files are loaded (llama.cpp --lora)
+    ranks: tuple[int, ...] | None = None  # the max_lora_rank values it accepts (None: any)
 
 
 class LoraFigures(BaseModel):

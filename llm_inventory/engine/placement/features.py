@@ -61,6 +61,15 @@ def feature_rules(spec: ModelSpec, request: PlacementRequest, engine: ServingEng
             raise InputError("lora_rank", f"{engine.label} reads the rank from the adapters' "
                              "files; give the largest adapter's rank (--lora-rank; on its "
                              "own command line --max-lora-rank)")
+        rank = asked.max_lora_rank
+        if rank is not None and lora_rule.ranks is not None and rank not in lora_rule.ranks:
+            raise InputError("lora_rank", f"{engine.label} takes a max_lora_rank of "
+                             + ", ".join(map(str, lora_rule.ranks)) + f", not {rank}")
+        slots = asked.max_loras or lora_rule.default_slots
+        if lora_rule.host_cache and asked.max_cpu_loras is not None \
+                and asked.max_cpu_loras < slots:
+            raise InputError("max_cpu_loras", f"{engine.label} needs max_cpu_loras "
+                             f"({asked.max_cpu_loras}) ≥ max_loras ({slots})")
         target_modules(asked.target_modules)  # refuses an unknown module name
         lora_dtype(asked, activation_dtype(spec))
     mm_rule = None

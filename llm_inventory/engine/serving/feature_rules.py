@@ -12,11 +12,12 @@ from llm_inventory.engine.mm_budget import MmRule
 #: vLLM V1: the adapter stacks are created by `GPUModelRunner.load_lora_model` inside
 #: `load_model`'s memory profiler (vllm/v1/worker/gpu_model_runner.py), so they count in
 #: "Model loading took" and leave the KV pool; max_loras 1, max_lora_rank 16, max_cpu_loras
-#: = max_loras by default (`LoRAConfig`, vllm/config/lora.py); routed experts through
+#: = max_loras by default and never fewer, max_lora_rank one of `MaxLoRARanks`
+#: (`LoRAConfig`, vllm/config/lora.py); routed experts through
 #: `FusedMoEWithLoRA` (vllm/lora/layers/fused_moe.py).
 VLLM_V1_LORA = LoraRule(
     default_slots=1, default_rank=16, in_budget=True, all_layers=False, experts=True,
-    fully_sharded=True, host_cache=True,
+    fully_sharded=True, host_cache=True, ranks=(1, 8, 16, 32, 64, 128, 256, 320, 512),
     source="vllm/lora/layers/base_linear.py BaseLinearLayerWithLoRA.create_lora_weights; "
            "vllm/lora/model_manager.py LoRAModelManager._create_lora_modules; counted in "
            "GPUModelRunner.load_model (vllm/v1/worker/gpu_model_runner.py)")
@@ -26,10 +27,11 @@ VLLM_V1_LORA = LoraRule(
 #: in `Worker.determine_num_available_blocks` counts the torch peak above what was already
 #: allocated, so the adapter stacks are never subtracted from the KV budget (vllm#14450,
 #: "LoRA is not taken into account when determining the number of KV cache blocks"; the V1
-#: engine does not have the bug). No MoE LoRA layers in V0.
+#: engine does not have the bug). No MoE LoRA layers in V0; ranks 8 to 256
+#: (`LoRAConfig.__post_init__` possible_max_ranks, vllm/config.py).
 VLLM_V0_LORA = LoraRule(
     default_slots=1, default_rank=16, in_budget=False, all_layers=False, experts=False,
-    fully_sharded=True, host_cache=True,
+    fully_sharded=True, host_cache=True, ranks=(8, 16, 32, 64, 128, 256),
     source="vllm/worker/model_runner.py ModelRunner.load_model (LoRA manager created after "
            "the weights are measured); vllm#14450")
 
