@@ -113,6 +113,10 @@ ERROR_LINE = 2000  # characters of one error line: past it the line is cut, and 
 
 #: Integer options by parameter name, checked once each command has parsed its options;
 #: every integer option of every command has an entry (a test says so).
+LORA_RANK = Bound(2**16, "rank", "256x the largest LoRA rank engines accept (vLLM, SGLang: 256)")
+LORA_SLOTS = Bound(2**16, "adapters", "adapter slots; engines hold a few to a few hundred")
+MAX_PIXELS = Bound(2**40, "pixels", "a terapixel image; Qwen-VL processors cap at 16,777,216")
+
 OPTIONS: dict[str, Bound] = {
     "layers": LAYERS,
     "kv_heads": HEADS,
@@ -154,6 +158,10 @@ OPTIONS: dict[str, Bound] = {
     "osl": CONTEXT,
     "num_speculative_tokens": DRAFT_TOKENS,  # speculative decoding (engine/speculative.py)
     "draft_tp": DEVICES,
+    "lora_rank": LORA_RANK,  # LoRA and the encoder budget (cli/feature_options.py)
+    "max_loras": LORA_SLOTS,
+    "max_cpu_loras": LORA_SLOTS,
+    "mm_max_pixels": MAX_PIXELS,
 }
 
 

@@ -76,6 +76,26 @@ def _read_options(name: str) -> object:
                          f"{str(exc).splitlines()[0]}") from None
 
 
+def _sized_adapters(parsed: Any, era: Any) -> Any:
+    """A command whose engine loads its LoRA adapters' own files (llama.cpp --lora), with
+    each file's size: the bytes the adapter places beside the weights."""
+    from llm_inventory.errors import InputError
+
+    lora = parsed.lora
+    rule = era.lora_rule
+    if lora is None or rule is None or not rule.from_files or lora.adapter_bytes:
+        return parsed
+    sizes = []
+    for name in lora.adapters:
+        try:
+            sizes.append(Path(name).stat().st_size)
+        except OSError as exc:
+            raise InputError("lora", f"cannot size the adapter {Path(name).name}: "
+                             f"{exc.strerror or exc}") from exc
+    return parsed.model_copy(update={"lora": lora.model_copy(
+        update={"adapter_bytes": tuple(sizes)})})
+
+
 def launch(
     command: Annotated[list[str], typer.Argument(
         metavar="-- COMMAND…", show_default=False,
@@ -128,6 +148,7 @@ def launch(
     options = era.options_file(parsed)
     if options is not None:
         parsed = era.with_options(parsed, _read_options(options))
+    parsed = _sized_adapters(parsed, era)
     version = engine_version or parsed.version
     engine = get(f"{era.name}@{version}", "engine_version") if version else era
     spec = resolve_model(parsed.model)

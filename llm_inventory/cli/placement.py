@@ -25,6 +25,20 @@ from llm_inventory.cli.common import (
     tokens_parser,
     units_of,
 )
+from llm_inventory.cli.feature_options import (
+    EnableLoraOption,
+    FullyShardedOption,
+    LimitMmOption,
+    LoraDtypeOption,
+    LoraFileOption,
+    LoraModulesOption,
+    LoraRankOption,
+    MaxCpuLorasOption,
+    MaxLorasOption,
+    MaxPixelsOption,
+    SkipMmProfilingOption,
+    feature_fields,
+)
 from llm_inventory.cli.speculative_options import (
     AcceptanceOption,
     DraftModelOption,
@@ -264,6 +278,17 @@ def placement(
     num_speculative_tokens: NumSpeculativeTokensOption = None,
     draft_tp: DraftTpOption = None,
     acceptance: AcceptanceOption = None,
+    enable_lora: EnableLoraOption = False,
+    lora_rank: LoraRankOption = None,
+    max_loras: MaxLorasOption = None,
+    max_cpu_loras: MaxCpuLorasOption = None,
+    lora_dtype: LoraDtypeOption = None,
+    lora_modules: LoraModulesOption = None,
+    fully_sharded_loras: FullyShardedOption = False,
+    lora_file: LoraFileOption = None,
+    limit_mm_per_prompt: LimitMmOption = None,
+    mm_max_pixels: MaxPixelsOption = None,
+    skip_mm_profiling: SkipMmProfilingOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
 ) -> None:
@@ -291,10 +316,16 @@ def placement(
 
     check_report(report)
     extra = load_devices_file(devices_file) if devices_file is not None else []
+    features = feature_fields(enable_lora, lora_rank, max_loras, max_cpu_loras, lora_dtype,
+                              lora_modules, fully_sharded_loras, lora_file,
+                              limit_mm_per_prompt, mm_max_pixels, skip_mm_profiling)
     if devices is not None:
         if speculative is not None:  # mixed device types place one target, no drafter
             raise InputError("speculative", "not with --devices; plan the drafter on one "
                              "device type (--device)")
+        if features:  # the stages of several device types show no feature figures yet
+            raise InputError("devices", "LoRA and multimodal options are fitted on one "
+                             "device type (--device), not over --devices")
         return _mixed(model, devices, extra, device, context, concurrency,
                       gpu_memory_utilization, engine, dtype, kv_dtype, fmt)
     if device is None and device_memory is None:
@@ -318,7 +349,7 @@ def placement(
         block_size=block_size, dtype=dtype, kv_dtype=kv_dtype, even_experts=even_experts,
         allow_cross_node_tp=allow_cross_node_tp, allow_long_context=long_ok, limit=limit,
         batch=batch, prompt_tokens=prompt_tokens, engine=engines[0], sort=sort,
-        engine_flags=flags, used_bytes=occupied,
+        engine_flags=flags, used_bytes=occupied, **features,
         speculative=speculative_request(speculative, draft_model, num_speculative_tokens,
                                         draft_tp, acceptance),
     )

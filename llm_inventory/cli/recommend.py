@@ -21,6 +21,20 @@ from llm_inventory.cli.common import (
     TpOption,
     tokens_parser,
 )
+from llm_inventory.cli.feature_options import (
+    EnableLoraOption,
+    FullyShardedOption,
+    LimitMmOption,
+    LoraDtypeOption,
+    LoraFileOption,
+    LoraModulesOption,
+    LoraRankOption,
+    MaxCpuLorasOption,
+    MaxLorasOption,
+    MaxPixelsOption,
+    SkipMmProfilingOption,
+    feature_fields,
+)
 from llm_inventory.cli.speculative_options import (
     AcceptanceOption,
     DraftModelOption,
@@ -214,6 +228,17 @@ def recommend(
     num_speculative_tokens: NumSpeculativeTokensOption = None,
     draft_tp: DraftTpOption = None,
     acceptance: AcceptanceOption = None,
+    enable_lora: EnableLoraOption = False,
+    lora_rank: LoraRankOption = None,
+    max_loras: MaxLorasOption = None,
+    max_cpu_loras: MaxCpuLorasOption = None,
+    lora_dtype: LoraDtypeOption = None,
+    lora_modules: LoraModulesOption = None,
+    fully_sharded_loras: FullyShardedOption = False,
+    lora_file: LoraFileOption = None,
+    limit_mm_per_prompt: LimitMmOption = None,
+    mm_max_pixels: MaxPixelsOption = None,
+    skip_mm_profiling: SkipMmProfilingOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
 ) -> None:
     """The plans that meet a workload's latency targets, ranked by cost: replicas, GPUs,
@@ -291,7 +316,10 @@ def recommend(
         kv_dtype=kv_dtype, seed=seed, limit=limit, tp=tp, pp=pp, ep=ep, context=context,
         disaggregation=disaggregation,
         speculative=speculative_request(speculative, draft_model, num_speculative_tokens,
-                                        draft_tp, acceptance))
+                                        draft_tp, acceptance),
+        **feature_fields(enable_lora, lora_rank, max_loras, max_cpu_loras, lora_dtype,
+                         lora_modules, fully_sharded_loras, lora_file, limit_mm_per_prompt,
+                         mm_max_pixels, skip_mm_profiling))
     result = _with_local_calibration(spec, request, profile, no_local_calibration)
     if plot is not None:
         from llm_inventory.render.plot import write_plot

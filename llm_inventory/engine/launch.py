@@ -109,7 +109,8 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
         max_num_seqs=command.max_num_seqs, block_size=command.block_size,
         # an engine's --dtype retypes unquantized checkpoints only
         dtype=None if quantized else command.dtype, kv_dtype=kv_dtype, limit=0,
-        speculative=speculative if speculative is not None else command.speculative)
+        speculative=speculative if speculative is not None else command.speculative,
+        lora=command.lora, multimodal=command.multimodal)
     result = plan_placement(spec, request)
     shape = (command.tp, command.pp, command.ep or 1)
     plan = next((p for p in result.plans if p.disaggregation is None

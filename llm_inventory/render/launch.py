@@ -36,6 +36,10 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
             from llm_inventory.render.placement import state_slots_note
 
             parts.append(Text(state_slots_note(d, plan.max_concurrency, result.context, units)))
+        if d.lora is not None or d.multimodal is not None:
+            from llm_inventory.render.features import feature_lines
+
+            parts.append(Text("\n".join(feature_lines(d, units))))
     if plan.speculative is not None:
         from llm_inventory.render.speculative import speculative_text
 

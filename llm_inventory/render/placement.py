@@ -183,6 +183,11 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
         from llm_inventory.render.speculative import speculative_text
 
         parts.append(speculative_text(shown[0], units, "plan 1"))
+    best = shown[0].per_device if shown else None
+    if best is not None and (best.lora is not None or best.multimodal is not None):
+        from llm_inventory.render.features import feature_lines
+
+        parts.append(Text("\n".join(feature_lines(best, units))))
     bars = _memory(result, shown)
     if bars is not None:
         parts.append(bars)
@@ -312,9 +317,11 @@ def _memory(result: PlacementResult, shown: list[Plan]) -> RichTable | None:
         d = plan.per_device
         if d is None:
             continue
-        free = d.memory_bytes - d.weight_bytes - d.reserve_bytes - max(0, d.kv_pool_bytes)
+        # LoRA adapter buffers sit with the weights; the encoder's reserve is in the reserve
+        loaded = d.weight_bytes + (d.lora.device_bytes if d.lora is not None else 0)
+        free = d.memory_bytes - loaded - d.reserve_bytes - max(0, d.kv_pool_bytes)
         own = drafter_bytes(plan)
-        weights = [d.weight_bytes - own, own] if drafter else [d.weight_bytes]
+        weights = [loaded - own, own] if drafter else [loaded]
         rows.append((f"{index}. {_split(plan)}",
                      [*weights, d.reserve_bytes, max(0, d.kv_pool_bytes), max(0, free)],
                      d.memory_bytes))

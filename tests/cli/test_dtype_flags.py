@@ -14,6 +14,7 @@ MEANING = {
     "--dtype": "weight",
     "--kv-dtype": "KV cache",
     "--activation-dtype": "hidden states",
+    "--lora-dtype": "adapter buffer",  # vLLM's own flag, where LoRA is fitted
 }
 
 
@@ -38,11 +39,13 @@ def test_each_dtype_flag_means_one_thing_everywhere() -> None:
         "inventory": {"--dtype": found["inventory"]["--dtype"],
                       "--kv-dtype": found["inventory"]["--kv-dtype"]},
         "placement": {"--dtype": found["placement"]["--dtype"],
-                      "--kv-dtype": found["placement"]["--kv-dtype"]},
+                      "--kv-dtype": found["placement"]["--kv-dtype"],
+                      "--lora-dtype": found["placement"]["--lora-dtype"]},
         "compare": {"--dtype": found["compare"]["--dtype"],
                     "--kv-dtype": found["compare"]["--kv-dtype"]},
         "recommend": {"--dtype": found["recommend"]["--dtype"],
-                      "--kv-dtype": found["recommend"]["--kv-dtype"]},
+                      "--kv-dtype": found["recommend"]["--kv-dtype"],
+                      "--lora-dtype": found["recommend"]["--lora-dtype"]},
         "route": {"--activation-dtype": found["route"]["--activation-dtype"]},
         "engines": {"--kv-dtype": found["engines"]["--kv-dtype"]},
         "sweep": {"--dtype": found["sweep"]["--dtype"],

@@ -172,6 +172,9 @@ def result_of(spec: ModelSpec, found: Search, concurrency: int) -> PlacementResu
     notes = context_notes(spec, facts.context)
     if facts.engine.release_warning:
         notes.append(facts.engine.release_warning)
+    from llm_inventory.engine.placement.features import feature_notes
+
+    notes += feature_notes(facts)
     limit = facts.engine.context_limit(spec)
     refusal = None
     if limit is not None and facts.context > limit and not request.allow_long_context:

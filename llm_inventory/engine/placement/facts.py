@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from llm_inventory.engine import kinds
 from llm_inventory.engine.device_weights import WeightLayout, weight_layout
 from llm_inventory.engine.dtypes import activation_dtype, kv_dtype, weight_dtypes
+from llm_inventory.engine.lora import LoraRule
+from llm_inventory.engine.mm_budget import MmFigures, MmRule
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.placement.models import PlacementRequest
 from llm_inventory.engine.serving import ServingEngine
@@ -70,6 +72,11 @@ class ModelFacts:
     _widest: dict[tuple[int, int], int] = field(default_factory=dict)
     _sequence: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
     _drafters: dict[tuple[int, int], Drafter | None] = field(default_factory=dict)
+    # serving features (`placement/features.py`): the engine's rules when asked for
+    lora_rule: LoraRule | None = None
+    mm_rule: MmRule | None = None
+    _lora: dict[tuple[int, int, int, int], int] = field(default_factory=dict)
+    _mm: dict[tuple[int, int], MmFigures | None] = field(default_factory=dict)
 
     @property
     def context(self) -> int:
@@ -249,8 +256,12 @@ class ModelFacts:
         """The engine's reserve on one stage (memoised on what it can depend on)."""
         key = (tp, pp, ep, stage == 0, stage == pp - 1, len(self.ranges(pp)[stage]))
         if key not in self._reserve:
-            self._reserve[key] = self.engine.reserve(self.stage_shape(tp, pp, ep, stage),
-                                                     self.settings)
+            reserve = self.engine.reserve(self.stage_shape(tp, pp, ep, stage), self.settings)
+            if stage == 0:
+                from llm_inventory.engine.placement.features import with_encoder
+
+                reserve = with_encoder(self, reserve, tp)
+            self._reserve[key] = reserve
         return self._reserve[key]
 
     def _moe_workspace(self, tp: int, ep: int) -> int:
@@ -374,8 +385,12 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
 
         check(spec, request.speculative)
         settings = engine.speculative_settings(settings, request.speculative)
+    from llm_inventory.engine.placement.features import feature_rules
+
+    lora_rule, mm_rule, settings = feature_rules(spec, request, engine, settings)
     facts = ModelFacts(
         spec=spec, request=request, engine=engine, settings=settings,
+        lora_rule=lora_rule, mm_rule=mm_rule,
         per_node=request.per_node or device.devices_per_node or request.count,
         weight_dtype=weight_dtype, quant=quant, scheme=describe_weights(spec, request.dtype),
         # A checkpoint's own tensors, as stored, unless the weights are re-typed at load.

@@ -36,6 +36,7 @@ class Sized:
     experts_per_rank: list[int] | None
     others: int = 0  # bytes other processes hold on the busiest device the plan uses
     refused: str | None = None  # the engine's start-up error on that device, if any
+    lora: list[int] | None = None  # LoRA adapter buffers per stage (None: LoRA off)
 
     @property
     def legal(self) -> bool:
@@ -113,8 +114,11 @@ def size(facts: ModelFacts, shape: Shape, reasons: list[str], warnings: list[str
     weights = facts.stage_weights(tp, pp, ep)
     ranges = facts.ranges(pp)
     reserves = [facts.reserve(tp, pp, ep, index) for index in range(len(ranges))]
+    lora = _lora(facts, tp, pp, ep, len(ranges))
+    budgeted = (weights if lora is None or not facts.lora_rule or not facts.lora_rule.in_budget
+                else [w + a for w, a in zip(weights, lora, strict=True)])
     pools = [facts.engine.pool_bytes(facts.request.device, facts.settings,
-                                     facts.stage_shape(tp, pp, ep, index), weights[index],
+                                     facts.stage_shape(tp, pp, ep, index), budgeted[index],
                                      reserves[index])
              for index in range(len(ranges))]
     dp, others, occupied = occupancy(facts, shape, pools)
@@ -135,9 +139,18 @@ def size(facts: ModelFacts, shape: Shape, reasons: list[str], warnings: list[str
                   fits=False,
                   experts_per_rank=facts.expert_counts(ep) if facts.experts and ep > 1
                   else None, others=others,
-                  refused=occupied.error if occupied is not None else None)
+                  refused=occupied.error if occupied is not None else None, lora=lora)
     sized.fits = fits(facts, sized)
     return sized
+
+
+def _lora(facts: ModelFacts, tp: int, pp: int, ep: int, stages: int) -> list[int] | None:
+    """LoRA adapter buffers one device of each stage holds (None: LoRA off)."""
+    if facts.request.lora is None:
+        return None
+    from llm_inventory.engine.placement.features import lora_stage_bytes
+
+    return [lora_stage_bytes(facts, tp, pp, ep, stage) for stage in range(stages)]
 
 
 def fits(facts: ModelFacts, sized: Sized) -> bool:
@@ -159,7 +172,7 @@ def variant(facts: ModelFacts, base: Sized, kind: str) -> Sized:
                  warnings=list(base.warnings), weights=base.weights, reserves=base.reserves,
                  layouts=base.layouts, measures=base.measures, pools=base.pools,
                  ranges=base.ranges, binding=base.binding, concurrency=base.concurrency,
-                 fits=False, experts_per_rank=base.experts_per_rank)
+                 fits=False, experts_per_rank=base.experts_per_rank, lora=base.lora)
     copy.fits = fits(facts, copy)
     return copy
 

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.engine.lora import LoraFigures, LoraRequest
+from llm_inventory.engine.mm_budget import MmFigures, MultimodalRequest
 from llm_inventory.engine.roofline import Efficiency, Timing
 from llm_inventory.engine.serving.base import FlagValue, ReserveEstimate
 from llm_inventory.engine.speculative import Speculative, SpeculativeFit
@@ -72,6 +74,10 @@ class PlacementRequest(BaseModel):
     calibration: Calibration | None = None  # the time model's constants (None: packaged)
     # speculative decoding: the drafter, its tokens and the acceptance rate (None: off)
     speculative: Speculative | None = None
+    # LoRA adapter buffers (`engine/lora.py`); None: LoRA off
+    lora: LoraRequest | None = None
+    # multimodal limits (`engine/mm_budget.py`); None: the engine's defaults for a VLM
+    multimodal: MultimodalRequest | None = None
 
 
 class StageFit(BaseModel):
@@ -110,6 +116,11 @@ class DeviceFit(BaseModel):
     state_slots_knob: str | None = None
     state_slots_best: int | None = None
     state_slots_best_concurrency: float | None = None
+    # LoRA adapter buffers on this device (beside weight_bytes; `in_budget` False: the
+    # engine leaves them out of its KV budget) and the vision encoder's reserve (inside
+    # reserve_bytes, as `reserve.encoder_bytes`)
+    lora: LoraFigures | None = None
+    multimodal: MmFigures | None = None
 
 
 class HostFit(BaseModel):

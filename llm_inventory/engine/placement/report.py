@@ -97,9 +97,14 @@ class Reporter:
             warnings.append(f"the drafter's {format_bytes(speculative.on_top_bytes)} are "
                             "allocated beyond the engine's budget: "
                             f"{speculative.rule}")
+        from llm_inventory.engine.placement.report_features import feature_fits
+
+        features = feature_fits(facts, sized)
+        warnings.extend(features.warnings)
         report = facts.engine.startup(
             cap, sized.pools[b], facts.settings,
-            StartupContext(device=request.device, weight_bytes=sized.weights[b],
+            StartupContext(device=request.device,
+                           weight_bytes=sized.weights[b] + features.loaded_bytes,
                            reserve=reserve)) if facts.state else None
         return Plan(
             tp=shape.tp, pp=shape.pp, ep=shape.ep, dp=sized.dp,
@@ -127,6 +132,7 @@ class Reporter:
                 others_bytes=sized.others,
                 others_error=sized.refused,
                 **_slots(cap, facts.engine.state_slots_knob),
+                lora=features.lora, multimodal=features.multimodal,
             ),
             stages=[StageFit(stage=i, layers=len(sized.ranges[i]),
                              weight_bytes=sized.weights[i],
@@ -138,7 +144,8 @@ class Reporter:
             experts_per_rank=sized.experts_per_rank,
             kv_handover_bytes=handover,
             timing=timing,
-            startup=self.startup_lines(sized, report.lines) if report is not None else [],
+            startup=features.with_startup(self.startup_lines(sized, report.lines))
+            if report is not None else [],
             startup_error=sized.refused or (report.error if report is not None else None),
             host=self.host(sized),
             speculative=speculative,

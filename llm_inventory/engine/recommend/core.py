@@ -106,7 +106,8 @@ class Evaluator:
             device=device, count=count, engine=engine,
             context=request.context or lengths.longest, tp=request.tp, pp=request.pp,
             ep=request.ep, dtype=request.dtype, kv_dtype=request.kv_dtype, limit=None,
-            calibration=cal, speculative=request.speculative)
+            calibration=cal, speculative=request.speculative,
+            lora=request.lora, multimodal=request.multimodal)
         self.placed = plan_placement(spec, self.placement_request)
         self.facts: ModelFacts = model_facts(spec, self.placement_request)
         self.chunk = self.facts.settings.max_num_batched_tokens
@@ -650,7 +651,8 @@ def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -
               "disaggregation": plan.disaggregation,
               "kv_dtype": request.kv_dtype,  # as asked: an engine's own word stays its own
               "quantization": request.dtype if request.dtype in ("fp8",) else None,
-              "speculative": request.speculative}
+              "speculative": request.speculative,
+              "lora": request.lora, "multimodal": request.multimodal}
     own = joined(plan_lines(facts.engine, request.model_ref,
                             memory_fraction=facts.settings.memory_fraction,
                             flags=dict(facts.settings.flags), **common))  # type: ignore[arg-type]

@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from llm_inventory.engine.capacity import CapacityPoint as CapacityPoint
+from llm_inventory.engine.lora import LoraRequest
+from llm_inventory.engine.mm_budget import MultimodalRequest
 from llm_inventory.engine.speculative import Speculative
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.trust import Trust
@@ -94,6 +96,9 @@ class RecommendRequest(BaseModel):
     disaggregation: bool = True
     # speculative decoding: the drafter every plan holds (None: off; engine/speculative.py)
     speculative: Speculative | None = None
+    # serving features, as placement takes them (`engine/lora.py`, `engine/mm_budget.py`)
+    lora: LoraRequest | None = None
+    multimodal: MultimodalRequest | None = None
 
 
 class Cost(BaseModel):

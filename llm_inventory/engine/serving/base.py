@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
+from llm_inventory.engine.lora import LoraRequest
+from llm_inventory.engine.mm_budget import MultimodalRequest
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.speculative import Speculative
 from llm_inventory.engine.state import StateLayer, layer_dtype
@@ -26,6 +28,8 @@ from llm_inventory.spec.model import ModelSpec
 
 if TYPE_CHECKING:
     from llm_inventory.engine.device_weights import WeightLayout
+    from llm_inventory.engine.lora import LoraRule
+    from llm_inventory.engine.mm_budget import MmRule
     from llm_inventory.engine.speculative import DraftRule
 
 FlagValue = str | int | float | bool
@@ -121,6 +125,8 @@ class LaunchCommand(BaseModel):
     understood: list[str] = Field(default_factory=list)
     ignored: list[str] = Field(default_factory=list)
     speculative: Speculative | None = None  # speculative decoding asked (draft not loaded)
+    lora: LoraRequest | None = None  # LoRA adapter buffers asked for (`engine/lora.py`)
+    multimodal: MultimodalRequest | None = None  # multimodal limits (`engine/mm_budget.py`)
 
 
 class ReserveEstimate(BaseModel):
@@ -132,6 +138,9 @@ class ReserveEstimate(BaseModel):
     activation_bytes: int
     reserve_bytes: int
     cuda_graph_bytes: int = 0  # CUDA-graph memory subtracted up front (included in reserve_bytes)
+    # the encoder's profiling pass of a vision-language model (`engine/mm_budget.py`;
+    # included in reserve_bytes)
+    encoder_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -553,6 +562,18 @@ class ServingEngine(ABC):
                              asked: Speculative) -> EngineSettings:
         """The settings as speculative decoding changes them (an engine whose pool sizing
         reads the drafts, SGLang's headroom tokens); by default unchanged."""
+        return settings
+
+    # --- serving features -------------------------------------------------------------------
+
+    # How the engine holds LoRA adapters (`engine/lora.py`; None: not modelled for it)
+    lora_rule: ClassVar[LoraRule | None] = None
+    # What it reserves for a vision encoder (`engine/mm_budget.py`; None: nothing modelled)
+    mm_rule: ClassVar[MmRule | None] = None
+
+    def with_vision_factor(self, settings: EngineSettings, factor: float) -> EngineSettings:
+        """`settings` with the engine's default memory fraction scaled by `factor` for a
+        vision tower (an engine whose `mm_rule` scales its fraction overrides this)."""
         return settings
 
     def at_version(self, version: str) -> ServingEngine:

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from llm_inventory.engine.speculative import Speculative
 
+from llm_inventory.engine.lora import LoraRequest
+from llm_inventory.engine.mm_budget import MultimodalRequest
+
 
 @dataclass(frozen=True)
 class LaunchPlan:
@@ -44,6 +47,8 @@ class LaunchPlan:
     n_cpu_moe: int | None = None  # llama.cpp: layers whose experts stay in host memory
     # speculative decoding, as placement was asked it (None: off); engine/speculative.py
     speculative: Speculative | None = None
+    lora: LoraRequest | None = None  # LoRA adapter buffers (`engine/lora.py`)
+    multimodal: MultimodalRequest | None = None  # multimodal limits (`engine/mm_budget.py`)
 
     @property
     def attention_dp(self) -> int:

@@ -52,6 +52,7 @@ from llm_inventory.engine.serving.base import (
     ServingEngine,
     StageShape,
 )
+from llm_inventory.engine.serving.feature_rules import LLAMACPP_LORA
 from llm_inventory.engine.serving.ggml_types import (
     FILE_TYPES,
     GGML_TYPES,
@@ -127,6 +128,7 @@ class LlamaCpp(ServingEngine):
     versions = "b7880 onward"
     version = "7880"
     label = "llama.cpp b7880"
+    lora_rule = LLAMACPP_LORA
     summary = ("KV = cells × Σ cached layers (K row + V row) in the cache types, no profiling; "
                "layers offloaded with -ngl, split by -ts; compute buffers estimated")
     calibrated_on = ("the compute buffers of the Qwen3-0.6B/1.7B CPU and Phi-3-mini CUDA "
@@ -709,10 +711,24 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
     typed: dict[str, str] = {}  # setting → the flag as written
     understood: list[str] = []
     ignored: list[str] = []
+    from llm_inventory.engine.serving.feature_flags import LLAMACPP, FeatureReader
+
+    adapters = FeatureReader(LLAMACPP)
     i = 0
     while i < len(argv):
         token = argv[i]
         name, eq, inline = token.partition("=")
+        if name in (LLAMACPP.adapter_file, LLAMACPP.adapter_scaled):
+            # --lora FILE, --lora-scaled FILE SCALE (the scale changes no memory)
+            width = 2 if name == LLAMACPP.adapter_scaled else 1
+            words = [inline] if eq else argv[i + 1:i + 1 + width]
+            if len(words) < (1 if eq else width) or any(w.startswith("-") for w in words):
+                raise InputError("launch", f"{name} needs a file"
+                                 + (" and a scale" if width == 2 else ""))
+            adapters.take(name, words[0])
+            understood.append(" ".join([name, *words]))
+            i += 1 + (0 if eq else width)
+            continue
         option = _OPTIONS.get(name)
         if option is None:
             if token.startswith("-"):
@@ -765,7 +781,8 @@ def parse_llamacpp(argv: list[str], engine: str) -> LaunchCommand:
         context=context, dtype=dtype,
         max_num_seqs=int(flags["parallel"]) if "parallel" in flags else None,
         max_num_batched_tokens=int(flags["batch_size"]) if "batch_size" in flags else None,
-        flags=flags, understood=understood, ignored=ignored, speculative=speculative)
+        flags=flags, understood=understood, ignored=ignored, speculative=speculative,
+        lora=adapters.fields().get("lora"))
 
 
 def _draft(values: dict[str, FlagValue], typed: dict[str, str], understood: list[str],

@@ -47,4 +47,10 @@ def write(p: LaunchPlan) -> list[LaunchLine]:
         if not draft:
             return []  # llama-server drafts with a draft model only
         args += draft
+    if p.lora is not None:
+        if not p.lora.adapters or len(p.lora.adapters) != len(p.lora.adapter_bytes):
+            return []  # adapters sized by a rank, not files: --lora names files only
+        from llm_inventory.engine.serving.feature_flags import LLAMACPP, feature_args
+
+        args += feature_args(LLAMACPP, p.lora, None)
     return [LaunchLine("serve", args)]

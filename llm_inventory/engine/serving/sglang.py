@@ -14,6 +14,7 @@ The shared accounting is in `sglang_rules.py`.
 
 from __future__ import annotations
 
+from llm_inventory.engine.serving.feature_rules import SGLANG_LORA_MOE
 from llm_inventory.engine.serving.sglang_rules import COMMON_RULES, SglangEngine
 
 
@@ -21,6 +22,7 @@ class Sglang(SglangEngine):
     versions = "0.5.20 and later"
     version = "0.5.23"
     label = "SGLang 0.5.23"
+    lora_rule = SGLANG_LORA_MOE
     fraction_rule = "reserve"
     tier_rule = "v0520"
     prefill_graph_reserve = True

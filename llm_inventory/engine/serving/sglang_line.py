@@ -49,7 +49,9 @@ def server_argv(p: LaunchPlan) -> list[str]:
         from llm_inventory.engine.serving.speculative_launch import sglang_args
 
         args += sglang_args(p.speculative)
-    return args
+    from llm_inventory.engine.serving.feature_flags import SGLANG, feature_args
+
+    return args + feature_args(SGLANG, p.lora, p.multimodal)
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:

@@ -57,6 +57,7 @@ from llm_inventory.engine.serving.base import (
     ServingEngine,
     StageShape,
 )
+from llm_inventory.engine.serving.feature_rules import SGLANG_LORA, SGLANG_MM
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.serving.speculative_launch import SGLANG_FLAGS, sglang_read
 from llm_inventory.engine.speculative import Speculative
@@ -125,6 +126,8 @@ class SglangSettings(EngineSettings):
     # speculative decoding: the tokens each request slot adds to the profiled pool for its
     # drafts and verification (speculative_num_steps × eagle_topk + num_draft_tokens)
     speculative_tokens_per_request: int = 0
+    # a multimodal model's scale of the default fraction (`ServerArgs.adjust_mem_fraction_for_vlm`)
+    vision_factor: float = 1.0
 
 
 class SglangCapacity(KvCapacity):
@@ -364,10 +367,30 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     if args and not args[0].startswith("-"):
         fields["model"] = args.pop(0)
         understood.append("MODEL")
+    from llm_inventory.engine.serving.feature_flags import SGLANG, FeatureReader
+
+    features = FeatureReader(SGLANG)
     i = 0
     while i < len(args):
         arg = args[i]
         option, eq, inline = arg.partition("=")
+        if not arg.startswith("-") and features.take_word(arg):
+            i += 1
+            continue
+        if features.takes(option):
+            if option == SGLANG.enable and not eq:
+                features.take(option, None)
+                i += 1
+            elif eq:
+                features.take(option, inline)
+                i += 1
+            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+                features.take(option, args[i + 1])
+                i += 2
+            else:
+                raise InputError("launch", f"{option} needs a value")
+            continue
+        features.take("", None)  # any other option ends a several-valued one
         if option in _SWITCHES and not eq:
             flags[_SWITCHES[option]] = True
             understood.append(option)
@@ -442,6 +465,8 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
         _dp_attention(fields)
     if speculative:
         fields["speculative"] = sglang_read(speculative)
+    fields.update(features.fields())
+    understood += features.texts
     return LaunchCommand.model_validate({"engine": "sglang", **fields, "flags": flags,
                                          "understood": understood, "ignored": ignored})
 
@@ -490,6 +515,8 @@ class SglangEngine(ServingEngine):
     """SGLang in one accounting era; subclasses set the era's rules (class attributes)."""
 
     name = "sglang"
+    lora_rule = SGLANG_LORA
+    mm_rule = SGLANG_MM
     state_slots_knob = "--max-mamba-cache-size"
     summary = ("KV pool = mem_fraction_static × free memory after the distributed init − "
                "weights, in cells of one token (K and V of every layer), floored to the page")
@@ -589,7 +616,17 @@ class SglangEngine(ServingEngine):
             return settings.memory_fraction
         # A reserve larger than the GPU (a huge chunked_prefill_size) makes the era's
         # formula negative: nothing is left for the pool, never less than nothing.
-        return max(0.0, self.default_fraction(settings, tp, pp, mla))
+        own = max(0.0, self.default_fraction(settings, tp, pp, mla))
+        return own * settings.vision_factor if settings.vision_factor != 1.0 else own
+
+    def with_vision_factor(self, settings: EngineSettings, factor: float) -> EngineSettings:
+        """The default mem_fraction_static scaled for a multimodal model's vision tower, as
+        `ServerArgs.adjust_mem_fraction_for_vlm` does after the reserve formula (an asked
+        fraction is kept as asked)."""
+        if not isinstance(settings, SglangSettings) or settings.fraction_asked:
+            return settings
+        scaled = settings.model_copy(update={"vision_factor": factor})
+        return scaled.model_copy(update={"memory_fraction": self.fraction(scaled, 1, 1)})
 
     def default_fraction(self, settings: SglangSettings, tp: int, pp: int,
                          mla: bool = False) -> float:

@@ -6,7 +6,7 @@
 cache dtype (`kv_cache_config.dtype`), speculative decoding (`speculative_config`) and a
 disaggregated pair (`trtllm-serve
 disaggregated -c` with `cache_transceiver_config`); a line without them would start a
-different plan.
+different plan. Nor does LoRA (its `lora_config`, not modelled here).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 
 def write(p: LaunchPlan) -> list[LaunchLine]:
     if p.attention_dp > 1 or p.kv_dtype or p.disaggregation or p.quantization or (
-            p.speculative is not None):  # speculative_config lives in the YAML too
+            p.speculative is not None) or p.lora is not None:  # speculative_config: the YAML
         return []
     args = ["trtllm-serve", p.model, "--tp_size", str(p.tp)]
     if p.pp > 1:

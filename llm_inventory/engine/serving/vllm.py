@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from llm_inventory.engine.kinds.layer import StateLayer
+from llm_inventory.engine.lora import LoraRule
+from llm_inventory.engine.mm_budget import MmRule
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     ExpertPadding,
@@ -48,6 +50,7 @@ from llm_inventory.engine.serving.base import (
     ServingEngine,
     StageShape,
 )
+from llm_inventory.engine.serving.feature_rules import VLLM_V1_LORA, VLLM_V1_MM
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.serving.paged import pool_layout
 from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
@@ -161,6 +164,8 @@ class VllmV1(ServingEngine):
     versions = "0.11–0.20 (V1 engine)"
     version = "0.19"
     label = "vLLM 0.19"
+    lora_rule: ClassVar[LoraRule | None] = VLLM_V1_LORA
+    mm_rule: ClassVar[MmRule | None] = VLLM_V1_MM
     memory_error_names_device = False  # the start-up free-memory error names its device
     budget_bounds_use = True  # total × gpu_memory_utilization: weights, peak, graphs, KV
     # read by get_pp_indices (vllm/distributed/utils.py): layers per stage, comma-separated

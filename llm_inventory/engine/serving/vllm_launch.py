@@ -43,7 +43,8 @@ _SWITCHES = {"--enable-expert-parallel", "--enforce-eager", "--trust-remote-code
              "--disable-log-requests", "--disable-log-stats", "--enable-auto-tool-choice",
              "--disable-custom-all-reduce", "--async-scheduling", "--headless",
              "--enable-reasoning", "--enable-lora", "--disable-frontend-multiprocessing",
-             "--no-enable-log-requests", "--enable-log-requests", "--enable-sleep-mode"}
+             "--no-enable-log-requests", "--enable-log-requests", "--enable-sleep-mode",
+             "--fully-sharded-loras", "--skip-mm-profiling"}
 # Switches the accounting reads: the engine-flag name each sets, and to what.
 _READ_SWITCHES = {"--enforce-eager": ("enforce_eager", True),
                   "--enable-prefix-caching": ("enable_prefix_caching", True),
@@ -158,7 +159,14 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
     model: str | None = None
     expert_parallel = False
     speculative: dict[str, str] = {}
+    from llm_inventory.engine.serving.feature_flags import VLLM, FeatureReader
+
+    features = FeatureReader(VLLM)
     for name, value in split_args(argv):
+        if not name and features.take_word(str(value)):
+            continue
+        if features.take(name, value):
+            continue
         if not name:
             if model is None:
                 model = value
@@ -238,5 +246,12 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         from llm_inventory.engine.serving.speculative_launch import vllm_read
 
         fields["speculative"] = vllm_read(speculative)
-    return LaunchCommand(engine="vllm", model=model, flags=flags, understood=understood,
-                         ignored=ignored, **fields)
+    fields.update(features.fields())
+    if features.enabled or not any(t.startswith(("--max-lora", "--max-cpu", "--lora", "--fully"))
+                                   for t in features.texts):
+        understood += features.texts
+    else:  # LoRA flags without --enable-lora: vLLM makes no LoRA config of them
+        ignored += features.texts
+    return LaunchCommand.model_validate({"engine": "vllm", "model": model, "flags": flags,
+                                         "understood": understood, "ignored": ignored,
+                                         **fields})

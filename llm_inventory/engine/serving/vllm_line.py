@@ -39,7 +39,9 @@ def server_argv(p: LaunchPlan) -> list[str]:
         from llm_inventory.engine.serving.speculative_launch import vllm_args
 
         args += vllm_args(p.speculative)
-    return args
+    from llm_inventory.engine.serving.feature_flags import VLLM, feature_args
+
+    return args + feature_args(VLLM, p.lora, p.multimodal)
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:

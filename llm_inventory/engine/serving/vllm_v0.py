@@ -53,6 +53,7 @@ from llm_inventory.engine.serving.base import (
     StartupContext,
     StartupReport,
 )
+from llm_inventory.engine.serving.feature_rules import VLLM_V0_LORA
 from llm_inventory.engine.serving.vllm import VllmV1, mxfp4_experts, mxfp4_moe
 from llm_inventory.engine.serving.vllm_launch import PROGRAMS, parse_vllm
 from llm_inventory.errors import InputError
@@ -133,6 +134,8 @@ class VllmV0(VllmV1):
     versions = "0.2–0.10 (V0 engine)"
     version = "0.10"
     label = "vLLM 0.10 (V0)"
+    lora_rule = VLLM_V0_LORA
+    mm_rule = None  # V0's multimodal profiling is not modelled
     calibrated_on = "vLLM V0 start-ups (0.7 and 0.8)"
     reserve_group = "vllm-v0"  # its own reserve model (V0Reserve)
     summary = ("KV blocks = (total × gpu_memory_utilization − weights − non-torch − profiled "
