@@ -74,8 +74,8 @@ def test_llamacpp_adapter_file_is_sized_by_its_bytes(invoke: Invoke, tmp_path: P
     (("--lora-dtype", "int3", "--enable-lora"), "lora-dtype:"),
     (("--lora-file", "/nonexistent/adapter.gguf"), "lora-file: cannot read adapter.gguf"),
     (("--devices", "h100:2,a100-80gb:2", "--lora-rank", "8"), "devices: LoRA and multimodal"),
-    (("--lora-rank", "20"), "lora-rank: vLLM 0.28 takes a max-lora-rank of 1, 8, 16"),
-    (("--max-loras", "4", "--max-cpu-loras", "2"), "max-cpu-loras: vLLM 0.28 needs"),
+    (("--lora-rank", "20"), "takes a max-lora-rank of 1, 8, 16"),
+    (("--max-loras", "4", "--max-cpu-loras", "2"), "max-cpu-loras: vLLM 0.33 needs"),
 ])
 def test_bad_feature_input_is_one_line(invoke: Invoke, args: tuple[str, ...],
                                        field: str) -> None:
