@@ -16,6 +16,7 @@ from llm_inventory.engine.device_weights import WeightLayout, weight_layout
 from llm_inventory.engine.dtypes import activation_dtype, kv_dtype, weight_dtypes
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.placement.models import PlacementRequest
+from llm_inventory.engine.placement.tiers import rules as offload_rules
 from llm_inventory.engine.serving import ServingEngine
 from llm_inventory.engine.serving import get as get_engine
 from llm_inventory.engine.serving.base import (
@@ -302,6 +303,7 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     """Resolve the engine, its settings and the model's weights and state for a search."""
     engine = get_engine(request.engine)
     device = request.device
+    offload_rules(engine, request.offload)  # InputError for offload the engine cannot do
     weight_dtype, quant = weight_dtypes(spec, request.dtype)
     own = engine.kv_dtype_word(request.kv_dtype) if request.kv_dtype else None
     if own is not None:  # the engine's own cache type: its flags ask for it (flags given win)

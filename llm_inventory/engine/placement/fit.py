@@ -9,10 +9,11 @@ at the context fits and every engine together holds the workload's concurrency.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llm_inventory.engine.placement.candidates import Shape
 from llm_inventory.engine.placement.facts import ModelFacts
+from llm_inventory.engine.placement.tiers import moved as offloaded
 from llm_inventory.engine.serving.base import Occupied, PoolLayout, ReserveEstimate
 
 
@@ -36,6 +37,7 @@ class Sized:
     experts_per_rank: list[int] | None
     others: int = 0  # bytes other processes hold on the busiest device the plan uses
     refused: str | None = None  # the engine's start-up error on that device, if any
+    moved: list[int] = field(default_factory=list)  # weights each stage's rank moves to host
 
     @property
     def legal(self) -> bool:
@@ -111,6 +113,9 @@ def size(facts: ModelFacts, shape: Shape, reasons: list[str], warnings: list[str
     """Memory of every stage of `shape`, the binding stage, and whether the workload fits."""
     tp, pp, ep = shape.tp, shape.pp, shape.ep
     weights = facts.stage_weights(tp, pp, ep)
+    moved = offloaded(facts, tp, pp, ep, weights)  # [] unless offload moves weights
+    if moved:
+        weights = [w - m for w, m in zip(weights, moved, strict=True)]
     ranges = facts.ranges(pp)
     reserves = [facts.reserve(tp, pp, ep, index) for index in range(len(ranges))]
     pools = [facts.engine.pool_bytes(facts.request.device, facts.settings,
@@ -135,7 +140,7 @@ def size(facts: ModelFacts, shape: Shape, reasons: list[str], warnings: list[str
                   fits=False,
                   experts_per_rank=facts.expert_counts(ep) if facts.experts and ep > 1
                   else None, others=others,
-                  refused=occupied.error if occupied is not None else None)
+                  refused=occupied.error if occupied is not None else None, moved=moved)
     sized.fits = fits(facts, sized)
     return sized
 
@@ -159,7 +164,7 @@ def variant(facts: ModelFacts, base: Sized, kind: str) -> Sized:
                  warnings=list(base.warnings), weights=base.weights, reserves=base.reserves,
                  layouts=base.layouts, measures=base.measures, pools=base.pools,
                  ranges=base.ranges, binding=base.binding, concurrency=base.concurrency,
-                 fits=False, experts_per_rank=base.experts_per_rank)
+                 fits=False, experts_per_rank=base.experts_per_rank, moved=base.moved)
     copy.fits = fits(facts, copy)
     return copy
 

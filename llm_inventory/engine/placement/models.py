@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.engine.offload import Offload
+from llm_inventory.engine.placement.tiers import Tiers
 from llm_inventory.engine.roofline import Efficiency, Timing
 from llm_inventory.engine.serving.base import FlagValue, ReserveEstimate
 from llm_inventory.engine.timing.calibration import Calibration
@@ -69,6 +71,8 @@ class PlacementRequest(BaseModel):
     used_bytes: list[int] = Field(default_factory=list, max_length=65_536)
     efficiency: Efficiency = Efficiency()  # of the roofline bound kept beside the estimate
     calibration: Calibration | None = None  # the time model's constants (None: packaged)
+    # weights and KV kept off the GPU: host memory, disk (engine/offload.py; off by default)
+    offload: Offload = Offload()
 
 
 class StageFit(BaseModel):
@@ -147,6 +151,7 @@ class Plan(BaseModel):
     startup: list[str] = Field(default_factory=list)  # the engine's lines, binding worker
     startup_error: str | None = None  # the error the engine stops with at start-up, if any
     host: HostFit | None = None  # engines that keep layers in host RAM (llama.cpp)
+    tiers: Tiers | None = None  # with offload asked: GPU, host and disk bytes (tiers.py)
     # with --launch: the lines that start one replica, in the engine's own flags (a P/D
     # plan: both pools and the router); empty when asked for none or the engine cannot say it
     launch: list[str] = Field(default_factory=list)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine import kinds
+from llm_inventory.engine.offload import Offload, OffloadRules
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.state import StateLayer, layer_dtype
 from llm_inventory.spec.devices import Device
@@ -118,6 +119,7 @@ class LaunchCommand(BaseModel):
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     understood: list[str] = Field(default_factory=list)
     ignored: list[str] = Field(default_factory=list)
+    offload: Offload | None = None  # weights and KV kept off the GPU (engine/offload.py)
 
 
 class ReserveEstimate(BaseModel):
@@ -536,6 +538,11 @@ class ServingEngine(ABC):
         than an engine registered before it with the same programs (a fork's own flags or
         path); False by default."""
         return False
+
+    def offload_rules(self) -> OffloadRules | None:
+        """How the engine moves weights and KV off the GPU (`engine/offload.py`; None: not
+        modelled, and placement refuses offload settings for it)."""
+        return None
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);

@@ -45,6 +45,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from llm_inventory.bounds import RAW_NUMBER, number
+from llm_inventory.engine.offload import OffloadRules
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     FlagValue,
@@ -637,6 +638,11 @@ class SglangEngine(ServingEngine):
             max_running_asked=s.max_running_requests, request_extra=self.request_extra)
 
     # --- its own words -----------------------------------------------------------------
+
+    def offload_rules(self) -> OffloadRules | None:
+        from llm_inventory.engine.serving.sglang_offload import SglangOffload
+
+        return SglangOffload()
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_sglang_argv(argv)

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from llm_inventory.engine.kinds.base import StateLayer
+from llm_inventory.engine.offload import OffloadRules
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     ExpertPadding,
@@ -236,6 +237,11 @@ class VllmV1(ServingEngine):
             flags=flags,
             dtype=asked.dtype,
         )
+
+    def offload_rules(self) -> OffloadRules | None:
+        from llm_inventory.engine.serving.vllm_offload import VllmOffload
+
+        return VllmOffload()
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_vllm(argv)

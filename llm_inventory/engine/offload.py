@@ -1,0 +1,142 @@
+"""Offload and KV tiers: where each byte of a plan lives (GPU, host memory, disk), per device.
+
+Two kinds of offload change a plan:
+- Weights moved to host memory (vLLM and SGLang `--cpu-offload-gb`): each GPU moves up to
+  the given bytes of its decoder layers' parameters to pinned host memory, so its pool grows
+  by as much; every forward then reads them over the host link.
+- A KV tier below the GPU pool: vLLM's offloading connector (`--kv-offloading-size`,
+  `--kv-offloading-backend native|lmcache`), LMCache's CPU and local-disk tiers, SGLang's
+  HiCache host pool (`--enable-hierarchical-cache`, `--hicache-ratio`, `--hicache-size`).
+  These leave the GPU pool as it is and hold prefixes in host memory (or on disk); a prefix
+  hit served from there costs its reload over the host link before the first token.
+
+Each engine says how it sizes these through `ServingEngine.offload_rules` (one module per
+engine family, `engine/serving/*_offload.py`); nothing here names an engine. With offload
+off (`Offload()`), every figure of a plan is what it was without this module.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_inventory.errors import InputError
+
+KvBackend = Literal["native", "lmcache"]
+GIB = 1 << 30
+
+
+class Offload(BaseModel):
+    """What a launch asks to keep off the GPU (all zero / None: nothing, the default)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # bytes of its decoder layers' weights each GPU moves to host memory (--cpu-offload-gb)
+    weight_bytes: int = Field(default=0, ge=0, le=1 << 50)
+    # the host KV tier of one engine instance, all its ranks together (--kv-offloading-size)
+    kv_host_bytes: int = Field(default=0, ge=0, le=1 << 50)
+    kv_backend: KvBackend = "native"
+    # LMCache's local disk tier per worker (LMCACHE_MAX_LOCAL_DISK_SIZE)
+    kv_disk_bytes: int = Field(default=0, ge=0, le=1 << 52)
+    # SGLang HiCache: the host pool as a multiple of the device pool, or bytes per rank
+    hicache_ratio: float | None = Field(default=None, gt=0, le=1000)
+    hicache_bytes: int | None = Field(default=None, gt=0, le=1 << 50)
+    # prefix tokens each request finds in the host tier: their reload joins the TTFT
+    reload_tokens: int = Field(default=0, ge=0, le=1 << 30)
+    # host RAM of one node, to check the plan's host bytes against (None: the catalog's)
+    host_memory_bytes: int | None = Field(default=None, gt=0, le=1 << 52)
+    # the host link of one device, bytes per second per direction (None: the catalog's)
+    host_link_bytes_per_s: int | None = Field(default=None, gt=0, le=1 << 50)
+
+    @property
+    def hicache(self) -> bool:
+        return self.hicache_ratio is not None or self.hicache_bytes is not None
+
+    @property
+    def active(self) -> bool:
+        """Whether anything is asked: an inactive block leaves every figure unchanged."""
+        return bool(self.weight_bytes or self.kv_host_bytes or self.kv_disk_bytes
+                    or self.hicache or self.reload_tokens)
+
+
+@dataclass(frozen=True)
+class TierContext:
+    """What one engine instance's KV tier sizing reads about its binding worker."""
+
+    ranks: int  # workers of one instance (tp × pp, or the EP group × pp)
+    pool_tokens: int  # the GPU pool's tokens on the binding worker
+    bytes_per_token: int  # one token over the worker's layers, as its pool holds it
+    page_tokens: int  # tokens of one block or page
+    page_bytes: int  # bytes of one block id over the worker's layers (0: not paged)
+
+
+@dataclass(frozen=True)
+class KvTier:
+    """One worker's KV below the GPU: host bytes and tokens, disk bytes, and a warning."""
+
+    host_bytes: int = 0
+    host_tokens: int = 0
+    disk_bytes: int = 0
+    exact: bool = True  # the engine's own arithmetic (False: an estimate, said in `note`)
+    note: str = ""
+    warning: str | None = None
+
+
+class OffloadRules(ABC):
+    """One engine family's offload rules, read from its source and cited in `sources`."""
+
+    label: str  # the engine's name in messages
+    sources: tuple[str, ...]  # file, function and release of each rule
+
+    @abstractmethod
+    def refuse(self, offload: Offload) -> None:
+        """InputError naming the setting the engine does not take."""
+
+    def weights_moved(self, offload: Offload, layer_bytes: int) -> int:
+        """Bytes one worker moves to host memory of its `layer_bytes` of decoder-layer
+        weights (none by default)."""
+        return 0
+
+    def kv_tier(self, offload: Offload, ctx: TierContext) -> KvTier:
+        """One worker's host and disk KV (none by default)."""
+        return KvTier()
+
+    @abstractmethod
+    def argv(self, offload: Offload) -> list[str]:
+        """The engine's own flags that ask for `offload` (read back by its launch reader)."""
+
+
+def refuse(label: str, field: str, flag: str) -> None:
+    raise InputError(field, f"{label} has no {flag}; offload settings it takes are listed "
+                     "by `inventory engines`")
+
+
+def move_parameters(limit: int, layer_bytes: int) -> int:
+    """Weights a worker moves under a byte limit (vLLM `maybe_offload_to_cpu`, SGLang
+    `OffloaderV1`): parameters leave layer by layer from the first until the moved bytes
+    reach the limit, so the whole of the layers when they hold less. The engine moves whole
+    parameters and stops once the limit is met, overshooting by up to one tensor; this
+    counts the limit itself, under by at most that one tensor."""
+    return max(0, min(limit, layer_bytes))
+
+
+def reload_seconds(tokens: int, bytes_per_token: int, link: int | None) -> float | None:
+    """Seconds to bring `tokens` of one worker's KV back over its host link (None when the
+    link is unknown): every worker reloads its own share at once, over its own link."""
+    if not tokens or link is None:
+        return None if tokens and link is None else 0.0
+    return tokens * bytes_per_token / link
+
+
+def parse_kv_offload(text: str, field: str = "--kv-offload") -> tuple[int, KvBackend]:
+    """`SIZE[,BACKEND]` as `--kv-offload` spells it: bytes and native or lmcache."""
+    from llm_inventory.units import parse_bytes
+
+    size, _, backend = text.partition(",")
+    backend = backend.strip().lower() or "native"
+    if backend not in ("native", "lmcache"):
+        raise InputError(field, f"unknown backend {backend!r}; use native or lmcache")
+    return parse_bytes(size.strip(), field), "lmcache" if backend == "lmcache" else "native"

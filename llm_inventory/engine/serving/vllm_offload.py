@@ -1,0 +1,79 @@
+"""vLLM's offload rules: weights moved to host memory and the KV offloading tier.
+
+- `--cpu-offload-gb G` (vllm/config/cache.py CacheConfig.cpu_offload_gb, GiB): the model
+  loader calls `set_cpu_offload_max_bytes(int(G * 1024**3))` on every worker, and
+  `make_layers` passes each decoder layer through `maybe_offload_to_cpu`
+  (vllm/model_executor/models/utils.py, V1 from 0.8 on): parameters move to pinned host
+  memory, layer by layer from the first, until the moved bytes reach the limit; a pipeline
+  stage's missing layers hold none. Embeddings and the LM head are not wrapped, so they
+  stay. Each worker moves up to G GiB of its own layers.
+- `--kv-offloading-size S` with `--kv-offloading-backend native` (vllm/config/vllm.py
+  `_post_init_kv_transfer_config`, from 0.11.1): the OffloadingConnector with
+  `cpu_bytes_to_use = S * 2**30`, server-wide over every worker; CPUOffloadingSpec
+  (vllm/v1/kv_offload/cpu.py) cuts it into `cpu_bytes // (page_size_bytes × KV tensors ×
+  world_size)` blocks of the GPU block size, in one shared host region of S GiB.
+  `lmcache` hands the same bytes to LMCache (per rank S ÷ world size), which keeps its own
+  chunks: its token count here is bytes ÷ bytes per token, an estimate.
+- LMCache's local disk (`LMCACHE_LOCAL_DISK`, `LMCACHE_MAX_LOCAL_DISK_SIZE` GB per worker,
+  lmcache/v1/config.py) is a tier below that; the native connector has none.
+"""
+
+from __future__ import annotations
+
+from llm_inventory.engine.offload import (
+    GIB,
+    KvTier,
+    Offload,
+    OffloadRules,
+    TierContext,
+    move_parameters,
+    refuse,
+)
+
+
+class VllmOffload(OffloadRules):
+    label = "vLLM"
+    sources = (
+        "--cpu-offload-gb: vllm/model_executor/models/utils.py maybe_offload_to_cpu "
+        "(parameters of each layer from the first until the limit, per worker; V1 0.8+)",
+        "--kv-offloading-size: vllm/config/vllm.py _post_init_kv_transfer_config, "
+        "vllm/v1/kv_offload/cpu.py CPUOffloadingSpec (blocks = bytes ÷ (page × tensors × "
+        "world size); 0.11.1+)",
+        "lmcache: LMCache's CPU tier takes the size ÷ world size per rank; its disk tier is "
+        "LMCACHE_MAX_LOCAL_DISK_SIZE per worker (lmcache/v1/config.py)",
+    )
+
+    def refuse(self, offload: Offload) -> None:
+        if offload.hicache:
+            refuse(self.label, "hicache", "HiCache (an SGLang setting)")
+        if offload.kv_disk_bytes and offload.kv_backend != "lmcache":
+            refuse(self.label, "kv_disk", "disk tier in its native KV offloading "
+                   "(LMCache's local disk needs --kv-offload SIZE,lmcache)")
+        if offload.kv_disk_bytes and not offload.kv_host_bytes:
+            refuse(self.label, "kv_disk", "LMCache disk tier without its CPU tier "
+                   "(give --kv-offload SIZE,lmcache)")
+
+    def weights_moved(self, offload: Offload, layer_bytes: int) -> int:
+        return move_parameters(offload.weight_bytes, layer_bytes)
+
+    def kv_tier(self, offload: Offload, ctx: TierContext) -> KvTier:
+        if not offload.kv_host_bytes:
+            return KvTier()
+        per_rank = offload.kv_host_bytes // ctx.ranks
+        if offload.kv_backend == "native" and ctx.page_bytes:
+            blocks = offload.kv_host_bytes // (ctx.page_bytes * ctx.ranks)
+            return KvTier(host_bytes=per_rank, host_tokens=blocks * ctx.page_tokens)
+        tokens = per_rank // ctx.bytes_per_token if ctx.bytes_per_token else 0
+        return KvTier(host_bytes=per_rank, host_tokens=tokens,
+                      disk_bytes=offload.kv_disk_bytes, exact=False,
+                      note="LMCache keeps its own chunks: tokens are its bytes ÷ bytes per "
+                           "token (estimate)")
+
+    def argv(self, offload: Offload) -> list[str]:
+        words: list[str] = []
+        if offload.weight_bytes:
+            words += ["--cpu-offload-gb", repr(offload.weight_bytes / GIB)]
+        if offload.kv_host_bytes:
+            words += ["--kv-offloading-size", repr(offload.kv_host_bytes / GIB),
+                      "--kv-offloading-backend", offload.kv_backend]
+        return words
