@@ -25,6 +25,17 @@ from llm_inventory.cli.common import (
     tokens_parser,
     units_of,
 )
+from llm_inventory.cli.offload_options import (
+    CpuOffloadOption,
+    HicacheRatioOption,
+    HicacheSizeOption,
+    HostLinkOption,
+    HostMemoryOption,
+    KvDiskOption,
+    KvOffloadOption,
+    ReloadOption,
+    offload_block,
+)
 from llm_inventory.render.output import OutputFormat, Units
 
 
@@ -253,6 +264,14 @@ def placement(
     no_local_calibration: NoLocalCalibrationOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
+    cpu_offload_gb: CpuOffloadOption = None,
+    kv_offload: KvOffloadOption = None,
+    kv_disk: KvDiskOption = None,
+    hicache_ratio: HicacheRatioOption = None,
+    hicache_size: HicacheSizeOption = None,
+    reload_tokens: ReloadOption = None,
+    host_memory: HostMemoryOption = None,
+    host_link: HostLinkOption = None,
 ) -> None:
     """Every split of MODEL over the devices — legal or not and why — and whether it fits:
     weights, runtime reserve (an estimate), KV pool, KV capacity and maximum concurrency
@@ -303,6 +322,8 @@ def placement(
         allow_cross_node_tp=allow_cross_node_tp, allow_long_context=long_ok, limit=limit,
         batch=batch, prompt_tokens=prompt_tokens, engine=engines[0], sort=sort,
         engine_flags=flags, used_bytes=occupied,
+        offload=offload_block(cpu_offload_gb, kv_offload, kv_disk, hicache_ratio, hicache_size,
+                              reload_tokens, host_memory, host_link),
     )
     for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if value is not None and value > n:  # nothing to place; and a search of that size

@@ -13,6 +13,7 @@ import re
 
 from pydantic import BaseModel, Field
 
+from llm_inventory.engine.offload import Offload
 from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
 from llm_inventory.engine.serving import ServingEngine, get, names
 from llm_inventory.engine.serving.base import LaunchCommand
@@ -105,7 +106,8 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
         max_num_batched_tokens=command.max_num_batched_tokens,
         max_num_seqs=command.max_num_seqs, block_size=command.block_size,
         # an engine's --dtype retypes unquantized checkpoints only
-        dtype=None if quantized else command.dtype, kv_dtype=kv_dtype, limit=0)
+        dtype=None if quantized else command.dtype, kv_dtype=kv_dtype, limit=0,
+        offload=command.offload or Offload())
     result = plan_placement(spec, request)
     shape = (command.tp, command.pp, command.ep or 1)
     plan = next((p for p in result.plans if p.disaggregation is None

@@ -15,6 +15,7 @@ from llm_inventory.engine.serving import ServingEngine
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 
 if TYPE_CHECKING:
+    from llm_inventory.engine.offload import Offload
     from llm_inventory.engine.placement import PlacementRequest, PlacementResult
 
 
@@ -35,7 +36,8 @@ def plan_lines(engine: ServingEngine, reference: str, *, tp: int, pp: int, ep: i
                context: int, max_num_seqs: int | None, max_num_batched_tokens: int,
                disaggregation: str | None = None, memory_fraction: float | None = None,
                kv_dtype: str | None = None, quantization: str | None = None,
-               flags: dict[str, object] | None = None) -> list[LaunchLine]:
+               flags: dict[str, object] | None = None,
+               offload: Offload | None = None) -> list[LaunchLine]:
     """The lines that start one replica of the plan on `engine` ([] when its command line
     cannot say it). `max_num_seqs` (None: the engine's default) and
     `max_num_batched_tokens` are per engine instance;
@@ -52,13 +54,22 @@ def plan_lines(engine: ServingEngine, reference: str, *, tp: int, pp: int, ep: i
         memory_fraction=memory_fraction, kv_dtype=kv_dtype, quantization=quantization,
         disaggregation=disaggregation if disaggregation == "prefill/decode" else None,
         gguf=gguf, n_gpu_layers=int(str(ngl)) if ngl is not None else None,
-        n_cpu_moe=int(str(cpu_moe)) if cpu_moe else None)
+        n_cpu_moe=int(str(cpu_moe)) if cpu_moe else None,
+        offload=tuple(offload_argv(engine, offload)))
     lines = engine.launch_lines(plan)
     # a line `inventory launch` would read as another engine (ik_llama.cpp shares
     # llama-server with llama.cpp) is not this engine's: none rather than a wrong one
     if any(line.server and _reads_as(line) != engine.name for line in lines):
         return []
     return lines
+
+
+def offload_argv(engine: ServingEngine, offload: Offload | None) -> list[str]:
+    """The engine's own flags for `offload` (none when nothing is asked)."""
+    if offload is None or not offload.active:
+        return []
+    rules = engine.offload_rules()
+    return rules.argv(offload) if rules is not None else []
 
 
 def _reads_as(line: LaunchLine) -> str | None:
@@ -92,6 +103,6 @@ def with_launch_lines(result: PlacementResult, request: PlacementRequest,
             disaggregation=plan.disaggregation,
             memory_fraction=request.gpu_memory_utilization,
             kv_dtype=request.kv_dtype, quantization="fp8" if request.dtype == "fp8" else None,
-            flags=dict(request.engine_flags))
+            flags=dict(request.engine_flags), offload=request.offload)
         plans.append(plan.model_copy(update={"launch": [line.text() for line in lines]}))
     return result.model_copy(update={"plans": plans})

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,6 +90,12 @@ class OffloadRules(ABC):
 
     label: str  # the engine's name in messages
     sources: tuple[str, ...]  # file, function and release of each rule
+    options: ClassVar[dict[str, bool]]  # its command-line options: whether each takes a value
+
+    @abstractmethod
+    def read(self, found: dict[str, str | None]) -> Offload | None:
+        """The offload a command line asks for, from its `options` as given (None: none);
+        InputError for a value the engine refuses."""
 
     @abstractmethod
     def refuse(self, offload: Offload) -> None:
@@ -103,6 +109,11 @@ class OffloadRules(ABC):
     def kv_tier(self, offload: Offload, ctx: TierContext) -> KvTier:
         """One worker's host and disk KV (none by default)."""
         return KvTier()
+
+    def startup_lines(self, tier: KvTier) -> list[str]:
+        """What the engine prints about its host tier at start-up, in its words (none by
+        default)."""
+        return []
 
     @abstractmethod
     def argv(self, offload: Offload) -> list[str]:
@@ -131,12 +142,28 @@ def reload_seconds(tokens: int, bytes_per_token: int, link: int | None) -> float
     return tokens * bytes_per_token / link
 
 
-def parse_kv_offload(text: str, field: str = "--kv-offload") -> tuple[int, KvBackend]:
-    """`SIZE[,BACKEND]` as `--kv-offload` spells it: bytes and native or lmcache."""
+def scaled_bytes(text: str, field: str, unit: int, *, integer: bool = False) -> int:
+    """A number of `unit`s as the engines' flags give sizes (vLLM's `--cpu-offload-gb 4.5`
+    in GiB, SGLang's `--hicache-size 40` in GB) as whole bytes; InputError names `field`."""
+    from llm_inventory.bounds import number
+
+    value = number(field, text, low=0.0, high=float(1 << 20), integer=integer)
+    return int(round(value * unit))
+
+
+def parse_kv_offload(text: str, field: str = "kv_offload") -> tuple[int, KvBackend]:
+    """`SIZE[,BACKEND]` as `--kv-offload` spells it (a bare number is GiB, as vLLM's
+    --kv-offloading-size): bytes, and native or lmcache."""
+    from llm_inventory.errors import excerpt
     from llm_inventory.units import parse_bytes
 
     size, _, backend = text.partition(",")
     backend = backend.strip().lower() or "native"
     if backend not in ("native", "lmcache"):
-        raise InputError(field, f"unknown backend {backend!r}; use native or lmcache")
-    return parse_bytes(size.strip(), field), "lmcache" if backend == "lmcache" else "native"
+        raise InputError(field, f"unknown backend {excerpt(backend)}; use native or lmcache")
+    size = size.strip()
+    try:
+        found = scaled_bytes(size, field, GIB)
+    except InputError:
+        found = parse_bytes(size, field)
+    return found, "lmcache" if backend == "lmcache" else "native"

@@ -141,7 +141,8 @@ class Reporter:
             experts_per_rank=sized.experts_per_rank,
             kv_handover_bytes=handover,
             timing=timing,
-            startup=self.startup_lines(sized, report.lines) if report is not None else [],
+            startup=(self.startup_lines(sized, report.lines) if report is not None else [])
+            + (tiers.startup if tiers is not None else []),
             startup_error=sized.refused or (report.error if report is not None else None),
             host=self.host(sized),
             tiers=tiers,

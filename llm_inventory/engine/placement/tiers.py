@@ -59,6 +59,7 @@ class Tiers(BaseModel):
     kv_host_exact: bool = True  # the host tier's tokens are the engine's arithmetic
     notes: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
+    startup: list[str] = Field(default_factory=list)  # the engine's lines about its host tier
 
 
 def rules(engine: ServingEngine, offload: Offload) -> OffloadRules | None:
@@ -138,7 +139,7 @@ def tiers(facts: ModelFacts, sized: Sized, tokens: int, bytes_per_token: int,
                  host_fits=None if memory is None else host_node <= memory,
                  host_link_bytes_per_s=link, reload_tokens=offload.reload_tokens,
                  reload_s=reload, weight_stream_s=stream, kv_host_exact=kv.exact,
-                 notes=notes, sources=list(found.sources))
+                 notes=notes, sources=list(found.sources), startup=found.startup_lines(kv))
 
 
 def with_tiers(timing: Timing | None, found: Tiers | None, devices: int) -> Timing | None:

@@ -38,6 +38,7 @@ class LaunchPlan:
     gguf: bool = False  # the model is a GGUF file (llama.cpp -m) rather than a Hub id
     n_gpu_layers: int | None = None  # llama.cpp: layers on the GPUs (None: all)
     n_cpu_moe: int | None = None  # llama.cpp: layers whose experts stay in host memory
+    offload: tuple[str, ...] = ()  # the engine's own offload flags (engine/offload.py)
 
     @property
     def attention_dp(self) -> int:

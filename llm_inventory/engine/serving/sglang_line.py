@@ -45,7 +45,7 @@ def server_argv(p: LaunchPlan) -> list[str]:
         args += ["--kv-cache-dtype", kv_word(p.kv_dtype)]
     if p.quantization:
         args += ["--quantization", p.quantization]
-    return args
+    return [*args, *p.offload]
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:

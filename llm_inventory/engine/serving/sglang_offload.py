@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from llm_inventory.engine.offload import (
     GIB,
     KvTier,
@@ -24,6 +26,7 @@ from llm_inventory.engine.offload import (
     TierContext,
     move_parameters,
     refuse,
+    scaled_bytes,
 )
 from llm_inventory.errors import InputError
 
@@ -39,6 +42,29 @@ class SglangOffload(OffloadRules):
         "HiCache: srt/mem_cache/memory_pool_host.py HostKVCache.__init__ (hicache_size GB "
         "÷ bytes per token, else device pool × hicache_ratio; whole pages plus one)",
     )
+
+    options: ClassVar[dict[str, bool]] = {
+        "--cpu-offload-gb": True, "--enable-hierarchical-cache": False,
+        "--hicache-ratio": True, "--hicache-size": True}
+
+    def read(self, found: dict[str, str | None]) -> Offload | None:
+        from llm_inventory.bounds import number
+
+        fields: dict[str, Any] = {}
+        if found.get("--cpu-offload-gb"):
+            fields["weight_bytes"] = scaled_bytes(str(found["--cpu-offload-gb"]),
+                                                  "--cpu-offload-gb", GIB, integer=True)
+        ratio, size = found.get("--hicache-ratio"), found.get("--hicache-size")
+        if "--enable-hierarchical-cache" in found:  # ratio and size mean nothing without it
+            # a size above 0 wins over the ratio (HostKVCache.__init__)
+            sized = scaled_bytes(size, "--hicache-size", GB, integer=True) if size else 0
+            if sized:
+                fields["hicache_bytes"] = sized
+            else:
+                fields["hicache_ratio"] = DEFAULT_HICACHE_RATIO if ratio is None else number(
+                    "--hicache-ratio", ratio, low=0.0, high=1000.0, low_open=True)
+        offload = Offload(**fields)
+        return offload if offload.active else None
 
     def refuse(self, offload: Offload) -> None:
         if offload.kv_host_bytes or offload.kv_disk_bytes:
@@ -70,6 +96,13 @@ class SglangOffload(OffloadRules):
                        "0.5 refuse to start)")
         return KvTier(host_bytes=tokens * ctx.bytes_per_token, host_tokens=tokens,
                       warning=warning)
+
+    def startup_lines(self, tier: KvTier) -> list[str]:
+        # HostKVCache.__init__: requested_bytes / 1e9, two decimals, on every worker
+        if not tier.host_bytes:
+            return []
+        return [f"Allocating {tier.host_bytes / 1e9:.2f} GB host memory for hierarchical KV "
+                "cache."]
 
     def argv(self, offload: Offload) -> list[str]:
         words: list[str] = []

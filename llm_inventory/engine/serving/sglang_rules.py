@@ -59,6 +59,7 @@ from llm_inventory.engine.serving.base import (
     StageShape,
 )
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
+from llm_inventory.engine.serving.sglang_offload import SglangOffload
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device, MemoryBasis
 from llm_inventory.spec.model import ModelSpec
@@ -345,6 +346,7 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     understood: list[str] = []
     ignored: list[str] = []
     dp_attention = False
+    offload: dict[str, str | None] = {}  # sglang_offload.py reads them
     args = list(argv)
     if args and not args[0].startswith("-"):
         fields["model"] = args.pop(0)
@@ -363,7 +365,12 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             understood.append(option)
             i += 1
             continue
-        if option not in _VALUE_OPTIONS:
+        if option in SglangOffload.options and not SglangOffload.options[option] and not eq:
+            offload[option] = None
+            understood.append(option)
+            i += 1
+            continue
+        if option not in _VALUE_OPTIONS and option not in SglangOffload.options:
             if not arg.startswith("-"):
                 raise InputError("launch", f"unexpected argument {arg!r} (SGLang takes the "
                                  "model as --model-path)")
@@ -379,8 +386,11 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             raise InputError("launch", f"{option} needs a value")
         if not value:
             raise InputError("launch", f"{option} needs a value")
-        target = _VALUE_OPTIONS[option]
         understood.append(f"{option} {value}")
+        if option in SglangOffload.options:
+            offload[option] = value
+            continue
+        target = _VALUE_OPTIONS[option]
         if target.startswith("="):
             name = target[1:]
             if name in _INT_FIELDS:
@@ -415,6 +425,8 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             fields[name] = flags.pop(flag)
     if dp_attention:
         _dp_attention(fields)
+    if offload:
+        fields["offload"] = SglangOffload().read(offload)
     return LaunchCommand.model_validate({"engine": "sglang", **fields, "flags": flags,
                                          "understood": understood, "ignored": ignored})
 

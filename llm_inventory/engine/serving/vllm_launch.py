@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from llm_inventory.bounds import SIZE, number
 from llm_inventory.engine.serving.base import FlagValue, LaunchCommand
+from llm_inventory.engine.serving.vllm_offload import VllmOffload
 from llm_inventory.errors import InputError
 from llm_inventory.units import normalize_dtype, parse_fraction, parse_tokens
 
@@ -73,7 +74,7 @@ def _kv_dtype(text: str) -> str | None:
 # The flags this reader acts on, and real vLLM flags spelt close to them (vllm/engine/
 # arg_utils.py EngineArgs.add_cli_args, vllm/entrypoints/openai/cli_args.py): a flag close to
 # the first and none of the second is a misspelling vLLM itself refuses.
-READ_FLAGS = ("--model", "--tensor-parallel-size", "--pipeline-parallel-size",
+READ_FLAGS = (*VllmOffload.options, "--model", "--tensor-parallel-size", "--pipeline-parallel-size",
               "--data-parallel-size", "--enable-expert-parallel", "--max-model-len",
               "--gpu-memory-utilization", "--max-num-batched-tokens", "--max-num-seqs",
               "--block-size", "--kv-cache-dtype", "--dtype", "--quantization", "--swap-space",
@@ -151,6 +152,7 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
     ignored: list[str] = []
     model: str | None = None
     expert_parallel = False
+    offload: dict[str, str | None] = {}  # vllm_offload.py reads them
     for name, value in split_args(argv):
         if not name:
             if model is None:
@@ -214,6 +216,8 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         elif name in _READ_SWITCHES:
             flag, on = _READ_SWITCHES[name]
             flags[flag] = on
+        elif name in VllmOffload.options:
+            offload[name] = need()
         else:
             misspelt(name)
             ignored.append(name if value is None else f"{name} {value}")
@@ -226,4 +230,5 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         dp = int(str(fields.get("dp", 1)))
         fields["ep"] = tp * dp
     return LaunchCommand(engine="vllm", model=model, flags=flags, understood=understood,
-                         ignored=ignored, **fields)
+                         ignored=ignored, offload=VllmOffload().read(offload) if offload
+                         else None, **fields)

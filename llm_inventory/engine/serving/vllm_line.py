@@ -35,7 +35,7 @@ def server_argv(p: LaunchPlan) -> list[str]:
         args += ["--kv-cache-dtype", "bfloat16" if p.kv_dtype == "bf16" else p.kv_dtype]
     if p.quantization:
         args += ["--quantization", p.quantization]
-    return args
+    return [*args, *p.offload]
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:

@@ -20,6 +20,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from llm_inventory.engine.offload import (
     GIB,
     KvTier,
@@ -28,7 +30,9 @@ from llm_inventory.engine.offload import (
     TierContext,
     move_parameters,
     refuse,
+    scaled_bytes,
 )
+from llm_inventory.errors import InputError, excerpt
 
 
 class VllmOffload(OffloadRules):
@@ -42,6 +46,26 @@ class VllmOffload(OffloadRules):
         "lmcache: LMCache's CPU tier takes the size ÷ world size per rank; its disk tier is "
         "LMCACHE_MAX_LOCAL_DISK_SIZE per worker (lmcache/v1/config.py)",
     )
+
+    options: ClassVar[dict[str, bool]] = {
+        "--cpu-offload-gb": True, "--kv-offloading-size": True,
+        "--kv-offloading-backend": True}
+
+    def read(self, found: dict[str, str | None]) -> Offload | None:
+        fields: dict[str, Any] = {}
+        if found.get("--cpu-offload-gb"):
+            fields["weight_bytes"] = scaled_bytes(str(found["--cpu-offload-gb"]),
+                                                  "--cpu-offload-gb", GIB)
+        if found.get("--kv-offloading-size"):
+            fields["kv_host_bytes"] = scaled_bytes(str(found["--kv-offloading-size"]),
+                                                   "--kv-offloading-size", GIB)
+        backend = (found.get("--kv-offloading-backend") or "native").strip().lower()
+        if backend not in ("native", "lmcache"):
+            raise InputError("--kv-offloading-backend", f"{excerpt(backend)} is not one of "
+                             "native, lmcache")
+        fields["kv_backend"] = backend
+        offload = Offload(**fields)
+        return offload if offload.active else None
 
     def refuse(self, offload: Offload) -> None:
         if offload.hicache:
