@@ -115,7 +115,11 @@ def tiers(facts: ModelFacts, sized: Sized, tokens: int, bytes_per_token: int,
     device = DeviceTiers(gpu_weight_bytes=sized.weights[b], gpu_kv_bytes=max(0, pool_bytes),
                          host_weight_bytes=host_weights, host_kv_bytes=kv.host_bytes,
                          host_kv_tokens=kv.host_tokens, disk_kv_bytes=kv.disk_bytes)
-    per_node = max(1, min(facts.per_node, facts.request.count))
+    from llm_inventory.engine.placement.fit import devices_used
+
+    # the devices of one node the plan's replicas use (each runs a worker)
+    per_node = max(1, min(facts.per_node, facts.request.count,
+                          devices_used(shape, max(1, sized.dp))))
     # every device of a node runs a worker like the binding one: the node's host memory
     # holds each worker's moved weights and host KV (the binding worker's, the largest)
     per_worker_host = max(sum(sized.moved) // max(1, len(sized.moved)), host_weights) \

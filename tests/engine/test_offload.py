@@ -1,0 +1,228 @@
+"""Offload and KV tiers: each engine's rule against real start-ups, off changing nothing,
+the launch lines reading back, and bad input refused."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llm_inventory.engine.launch import match_program, predict_launch
+from llm_inventory.engine.launch_lines import with_launch_lines
+from llm_inventory.engine.offload import GIB, Offload, parse_kv_offload
+from llm_inventory.engine.placement import PlacementRequest, PlacementResult, plan_placement
+from llm_inventory.engine.serving import get
+from llm_inventory.errors import InputError
+from llm_inventory.spec.devices import custom_device, resolve_device
+from llm_inventory.spec.presets import load_preset
+
+
+def _plan(model: str, device: str, count: int, engine: str, offload: Offload,
+          **extra: object) -> PlacementResult:
+    pins: dict[str, object] = {"tp": count, **extra}
+    request = PlacementRequest(device=resolve_device(device), count=count, engine=engine,
+                               offload=offload, limit=0, **pins)
+    return plan_placement(load_preset(model), request)
+
+
+# --- real start-ups (each only checks a rule read from the engine's source; none chose one) -
+
+def test_vllm_cpu_offload_gb_replays_the_gh200_start_up() -> None:
+    """vllm-project/vllm PR #6496 (vLLM 0.5.2, GH200 96 GB): `--cpu-offload-gb 70
+    --gpu-memory-utilization 0.95` on Meta-Llama-3-70B-Instruct printed "Loading model
+    weights took 61.2922 GB" (GiB). maybe_offload_to_cpu moves whole parameters until the
+    moved bytes reach 70 GiB, so the GPU keeps the model less 70 GiB less at most one
+    parameter: the largest of a layer is gate_up_proj, 2 × 28,672 × 8,192 × 2 B."""
+    found = _plan("llama-3.1-70b", "gh200", 1, "vllm@0.5.2", Offload(weight_bytes=70 * GIB),
+                  gpu_memory_utilization=0.95)
+    plan = found.plans[0]
+    assert plan.per_device is not None and plan.tiers is not None
+    predicted = plan.per_device.weight_bytes
+    printed = round(61.2922 * GIB)
+    largest = 2 * 28_672 * 8_192 * 2
+    assert 0 <= predicted - printed <= largest
+    assert plan.tiers.per_device.host_weight_bytes == 70 * GIB
+    assert predicted + 70 * GIB == _plan("llama-3.1-70b", "gh200", 1, "vllm@0.5.2", Offload(),
+                                         gpu_memory_utilization=0.95).plans[0].per_device.weight_bytes
+
+
+def test_sglang_hicache_size_replays_its_host_pool_line() -> None:
+    """sgl-project/sglang issue #14282 (SGLang 0.5.3, Llama-3.1-8B-Instruct, 4 × RTX 3060,
+    `--tp 4 --enable-hierarchical-cache --hicache-size 40`): every worker printed
+    "Allocating 40.00 GB host memory for hierarchical KV cache." — GB of 10^9 bytes, per
+    worker, not split over TP. The 3060 is not in the catalog: its 12 GiB is given."""
+    spec = load_preset("llama-3.1-8b")
+    argv = shlex.split("python -m sglang.launch_server --model-path "
+                       "meta-llama/Llama-3.1-8B-Instruct --tp 4 --enable-hierarchical-cache "
+                       "--hicache-size 40 --context-length 8000")
+    engine, rest = match_program(argv)
+    command = engine.parse_launch(rest)
+    assert command.offload == Offload(hicache_bytes=40 * 10**9)
+    assert not any("hicache" in word for word in command.ignored)
+    result = predict_launch(spec, command, get("sglang@0.5.3"), custom_device(12 * GIB, None),
+                            count=4)
+    assert "Allocating 40.00 GB host memory for hierarchical KV cache." in result.startup
+    tiers = result.plan.tiers
+    assert tiers is not None and tiers.devices_per_node == 4
+    assert tiers.host_bytes_per_node == 4 * tiers.per_device.host_kv_bytes
+
+
+# --- the rules themselves ---------------------------------------------------------------
+
+def test_hicache_ratio_sizes_the_host_pool_from_the_device_pool() -> None:
+    """HostKVCache.__init__: int(device tokens × ratio), then whole pages plus one."""
+    plan = _plan("llama-3.1-8b", "h100", 1, "sglang", Offload(hicache_ratio=2.5)).plans[0]
+    assert plan.per_device is not None and plan.tiers is not None
+    tokens = plan.per_device.kv_capacity_tokens
+    page = 1  # SGLang's default page size
+    assert plan.tiers.per_device.host_kv_tokens == (int(tokens * 2.5) // page + 1) * page
+    assert plan.tiers.per_device.host_kv_bytes == (
+        plan.tiers.per_device.host_kv_tokens * plan.per_device.kv_bytes_per_token)
+
+
+def test_vllm_kv_offloading_is_one_host_region_split_over_the_workers() -> None:
+    """CPUOffloadingSpec: blocks = bytes ÷ (page × world size); the region is the size."""
+    found = _plan("llama-3.1-8b", "h100", 2, "vllm", Offload(kv_host_bytes=64 * GIB))
+    tiers = found.plans[0].tiers
+    assert tiers is not None
+    d = tiers.per_device
+    assert d.host_kv_bytes == 32 * GIB
+    page = 16 * 2 * 32 * 4 * 128 * 2  # 16 tokens × K,V × 32 layers × 4 heads/rank × 128 × bf16
+    assert d.host_kv_tokens == 64 * GIB // (page * 2) * 16
+    assert tiers.host_bytes_per_node == 2 * 32 * GIB
+    node = _plan("llama-3.1-8b", "h100", 8, "vllm", Offload(kv_host_bytes=64 * GIB), tp=2)
+    busy = next(p for p in node.plans if p.tp == 2 and p.dp == 4 and not p.disaggregation)
+    assert busy.tiers is not None and busy.tiers.host_bytes_per_node == 8 * 32 * GIB
+
+
+def test_weights_moved_grow_the_vllm_pool_by_as_much() -> None:
+    off = _plan("llama-3.1-8b", "l4", 1, "vllm", Offload(), batch=1).plans[0]
+    on = _plan("llama-3.1-8b", "l4", 1, "vllm", Offload(weight_bytes=4 * GIB),
+               batch=1).plans[0]
+    assert off.per_device is not None and on.per_device is not None
+    assert off.per_device.weight_bytes - on.per_device.weight_bytes == 4 * GIB
+    assert on.per_device.kv_pool_bytes - off.per_device.kv_pool_bytes == 4 * GIB
+    # the moved weights cross the L4's PCIe Gen4 link (32 GB/s) every forward instead of
+    # being read from the device's own memory
+    assert on.timing is not None and off.timing is not None and on.tiers is not None
+    assert on.tiers.weight_stream_s == pytest.approx(4 * GIB / 32e9)
+    assert off.timing.tpot_s < on.timing.tpot_s <= off.timing.tpot_s + 4 * GIB / 32e9
+
+
+def test_more_than_the_layers_hold_moves_only_the_layers() -> None:
+    plan = _plan("llama-3.1-8b", "h100", 1, "vllm", Offload(weight_bytes=100 * GIB)).plans[0]
+    assert plan.per_device is not None and plan.tiers is not None
+    # embeddings and the LM head stay: 2 × 128,256 × 4,096 × 2 B, the final norm, and the
+    # rotary cos/sin cache vLLM keeps beside them (131,072 positions × 128 × 2 B)
+    assert plan.per_device.weight_bytes == (2 * 128_256 * 4_096 * 2 + 4_096 * 2
+                                            + 131_072 * 128 * 2)
+
+
+def test_reload_time_is_tokens_over_the_host_link() -> None:
+    off = _plan("llama-3.1-8b", "h100", 1, "sglang", Offload(hicache_ratio=2)).plans[0]
+    on = _plan("llama-3.1-8b", "h100", 1, "sglang",
+               Offload(hicache_ratio=2, reload_tokens=32_000)).plans[0]
+    assert on.tiers is not None and on.timing is not None and off.timing is not None
+    per_token = 2 * 32 * 8 * 128 * 2
+    assert on.tiers.reload_s == pytest.approx(32_000 * per_token / 64e9)
+    assert on.timing.ttft_s == pytest.approx(off.timing.ttft_s + on.tiers.reload_s)
+    assert on.timing.tpot_s == off.timing.tpot_s
+
+
+def test_host_memory_is_checked_when_known_and_said_when_not() -> None:
+    plan = _plan("llama-3.1-8b", "h100", 8, "sglang", Offload(hicache_bytes=300 * 10**9),
+                 tp=1).plans[0]
+    assert plan.tiers is not None and plan.tiers.host_memory_bytes == 2 * 10**12
+    assert plan.tiers.host_fits is False  # 8 workers × 300 GB > the DGX H100's 2 TB
+    assert any("host memory of a node" in w for w in plan.warnings)
+    l4 = _plan("llama-3.1-8b", "l4", 1, "sglang", Offload(hicache_ratio=2)).plans[0]
+    assert l4.tiers is not None and l4.tiers.host_fits is None
+    assert any("not checked" in n for n in l4.tiers.notes)
+
+
+# --- off changes nothing ----------------------------------------------------------------
+
+MODELS = ["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v2-lite"]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(MODELS), engine=st.sampled_from(["vllm", "sglang", "trtllm",
+                                                              "llamacpp", "vllm@0.10"]),
+       count=st.sampled_from([1, 2, 4]),
+       memory=st.one_of(st.none(), st.integers(1, 1 << 40)),
+       link=st.one_of(st.none(), st.integers(1, 1 << 40)))
+def test_offload_off_leaves_every_figure_unchanged(model: str, engine: str, count: int,
+                                                  memory: int | None,
+                                                  link: int | None) -> None:
+    """Nothing asked (host facts alone ask nothing): the result is the same, field for field."""
+    spec = load_preset(model)
+    base = PlacementRequest(device=resolve_device("h100"), count=count, engine=engine,
+                            limit=0)
+    idle = base.model_copy(update={"offload": Offload(host_memory_bytes=memory,
+                                                      host_link_bytes_per_s=link)})
+    assert plan_placement(spec, idle).model_dump() == plan_placement(spec, base).model_dump()
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_kv_tier_alone_leaves_the_gpu_figures_unchanged(engine: str) -> None:
+    tier = Offload(kv_host_bytes=64 * GIB) if engine == "vllm" else Offload(hicache_ratio=3)
+    off = _plan("qwen3-30b-a3b", "h100", 2, engine, Offload())
+    on = _plan("qwen3-30b-a3b", "h100", 2, engine, tier)
+    for a, b in zip(off.plans, on.plans, strict=True):
+        assert a.per_device == b.per_device and a.stages == b.stages
+        assert a.max_concurrency == b.max_concurrency and a.timing == b.timing
+        assert b.startup[:len(a.startup)] == a.startup
+
+
+# --- the launch lines read back ---------------------------------------------------------
+
+@pytest.mark.parametrize(("engine", "offload"), [
+    ("vllm", Offload(weight_bytes=3 * GIB + GIB // 2, kv_host_bytes=40 * GIB)),
+    ("vllm", Offload(kv_host_bytes=16 * GIB, kv_backend="lmcache")),
+    ("sglang", Offload(weight_bytes=2 * GIB, hicache_ratio=1.5)),
+    ("sglang", Offload(hicache_bytes=100 * 10**9)),
+])
+def test_launch_lines_read_back_to_the_same_tiers(engine: str, offload: Offload) -> None:
+    spec, dev = load_preset("llama-3.1-8b"), resolve_device("l40s")
+    request = PlacementRequest(device=dev, count=2, engine=engine, offload=offload, limit=6)
+    result = with_launch_lines(plan_placement(spec, request), request, "llama-3.1-8b")
+    checked = 0
+    for plan in result.plans:
+        if not plan.fits or plan.disaggregation:
+            continue
+        (line,) = plan.launch
+        era, rest = match_program(shlex.split(line))
+        command = era.parse_launch(rest)
+        assert command.offload == offload, line
+        read = predict_launch(spec, command, get(f"{engine}@{result.engine_version}"), dev)
+        assert read.plan.per_device == plan.per_device, line
+        assert read.plan.tiers is not None and plan.tiers is not None
+        assert read.plan.tiers.per_device == plan.tiers.per_device, line
+        checked += 1
+    assert checked
+
+
+# --- refused ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("engine", "offload", "field"), [
+    ("trtllm", Offload(weight_bytes=GIB), "offload"),
+    ("llamacpp", Offload(kv_host_bytes=GIB), "offload"),
+    ("vllm", Offload(hicache_ratio=2), "hicache"),
+    ("vllm", Offload(kv_disk_bytes=GIB, kv_host_bytes=GIB), "kv_disk"),
+    ("sglang", Offload(kv_host_bytes=GIB), "kv_offload"),
+    ("sglang", Offload(weight_bytes=GIB // 2), "cpu_offload"),
+])
+def test_offload_an_engine_cannot_do_is_refused(engine: str, offload: Offload,
+                                                field: str) -> None:
+    with pytest.raises(InputError) as caught:
+        _plan("llama-3.1-8b", "h100", 1, engine, offload)
+    assert caught.value.field == field
+
+
+def test_kv_offload_text() -> None:
+    assert parse_kv_offload("40") == (40 * GIB, "native")
+    assert parse_kv_offload("64GiB,lmcache") == (64 * GIB, "lmcache")
+    with pytest.raises(InputError):
+        parse_kv_offload("4,disk")
