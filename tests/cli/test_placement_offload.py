@@ -42,7 +42,8 @@ def test_without_offload_there_are_no_tiers(invoke: Invoke) -> None:
 
 def test_launch_no_longer_ignores_offload_flags(invoke: Invoke) -> None:
     run = invoke("launch", "-d", "l4", "-f", "json", "--", "vllm", "serve",
-                 "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8000", "--cpu-offload-gb", "2",
+                 "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8000",
+                 "--cpu-offload-gb", "2",
                  "--kv_offloading_size", "8", "--kv-offloading-backend", "lmcache")
     assert run.code == 0, run.stderr
     data = run.json()
