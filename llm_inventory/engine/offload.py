@@ -93,9 +93,14 @@ class OffloadRules(ABC):
     options: ClassVar[dict[str, bool]]  # its command-line options: whether each takes a value
 
     @abstractmethod
-    def read(self, found: dict[str, str | None]) -> Offload | None:
-        """The offload a command line asks for, from its `options` as given (None: none);
-        InputError for a value the engine refuses."""
+    def read(self, found: dict[str, str | None], ranks: int = 1) -> Offload | None:
+        """The offload a command line of `ranks` workers asks for, from its `options` as
+        given (None: none); InputError for a value the engine refuses."""
+
+    def with_environment(self, offload: Offload | None, env: dict[str, str],
+                         ranks: int) -> Offload | None:
+        """`offload` as the command line's environment settles it (unchanged by default)."""
+        return offload
 
     @abstractmethod
     def refuse(self, offload: Offload) -> None:
@@ -132,6 +137,19 @@ def move_parameters(limit: int, layer_bytes: int) -> int:
     parameters and stops once the limit is met, overshooting by up to one tensor; this
     counts the limit itself, under by at most that one tensor."""
     return max(0, min(limit, layer_bytes))
+
+
+def environment(argv: list[str]) -> dict[str, str]:
+    """The NAME=value assignments a shell line sets before its program."""
+    import re
+
+    env: dict[str, str] = {}
+    for word in argv:
+        if not re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word):
+            break
+        name, _, value = word.partition("=")
+        env[name] = value
+    return env
 
 
 def reload_seconds(tokens: int, bytes_per_token: int, link: int | None) -> float | None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llm_inventory.engine.launch import match_program, predict_launch
+from llm_inventory.engine.launch import LaunchResult, match_program, predict_launch
 from llm_inventory.engine.launch_lines import with_launch_lines
 from llm_inventory.engine.offload import GIB, Offload, parse_kv_offload
 from llm_inventory.engine.placement import PlacementRequest, PlacementResult, plan_placement
@@ -226,3 +226,46 @@ def test_kv_offload_text() -> None:
     assert parse_kv_offload("64GiB,lmcache") == (64 * GIB, "lmcache")
     with pytest.raises(InputError):
         parse_kv_offload("4,disk")
+
+
+# --- LMCache through vLLM's connector -----------------------------------------------------
+
+LMCACHE = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
+
+
+def _launch(words: str, device: str = "h100") -> LaunchResult:
+    from llm_inventory.engine.offload import environment
+
+    argv = shlex.split(words)
+    era, rest = match_program(argv)
+    command = era.parse_launch(rest)
+    rules = era.offload_rules()
+    assert rules is not None
+    command = command.model_copy(update={"offload": rules.with_environment(
+        command.offload, environment(argv), command.tp * command.pp)})
+    return predict_launch(load_preset("qwen3-8b"), command, era, resolve_device(device))
+
+
+def test_lmcache_tiers_come_from_the_line_environment() -> None:
+    result = _launch("LMCACHE_MAX_LOCAL_CPU_SIZE=40 LMCACHE_LOCAL_DISK=file:///cache "
+                     "LMCACHE_MAX_LOCAL_DISK_SIZE=100 vllm serve Qwen/Qwen3-8B -tp 2 "
+                     f"--max-model-len 8000 --kv-transfer-config '{LMCACHE}'")
+    tiers = result.plan.tiers
+    assert tiers is not None
+    assert tiers.per_device.host_kv_bytes == 40 * GIB  # per worker, GiB (× 1024**3)
+    assert tiers.per_device.disk_kv_bytes == 100 * GIB
+    assert not tiers.kv_host_exact
+    default = _launch(f"vllm serve Qwen/Qwen3-8B --max-model-len 8000 --kv-transfer-config "
+                      f"'{LMCACHE}'")
+    assert default.plan.tiers.per_device.host_kv_bytes == 5 * GIB
+
+
+def test_the_lmcache_connector_leaves_the_gpu_pool_as_it_was() -> None:
+    """tests/data/engine-logs-heldout H03 (vllm-project/vllm #21348): a 4 × H100 start-up of
+    Qwen3-235B-A22B-FP8 with LMCacheConnectorV1 printed the GPU pool a plain start-up
+    prints; its replay (test_heldout_replay) now runs with the connector understood."""
+    on = _launch(f"vllm serve Qwen/Qwen3-8B --max-model-len 8000 --kv-transfer-config "
+                 f"'{LMCACHE}'")
+    off = _launch("vllm serve Qwen/Qwen3-8B --max-model-len 8000")
+    assert on.plan.per_device == off.plan.per_device
+    assert on.command.ignored == []

@@ -47,7 +47,7 @@ class SglangOffload(OffloadRules):
         "--cpu-offload-gb": True, "--enable-hierarchical-cache": False,
         "--hicache-ratio": True, "--hicache-size": True}
 
-    def read(self, found: dict[str, str | None]) -> Offload | None:
+    def read(self, found: dict[str, str | None], ranks: int = 1) -> Offload | None:
         from llm_inventory.bounds import number
 
         fields: dict[str, Any] = {}

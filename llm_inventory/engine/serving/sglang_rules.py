@@ -426,7 +426,8 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     if dp_attention:
         _dp_attention(fields)
     if offload:
-        fields["offload"] = SglangOffload().read(offload)
+        fields["offload"] = SglangOffload().read(offload, int(str(fields.get("tp", 1)))
+                                                 * int(str(fields.get("pp", 1))))
     return LaunchCommand.model_validate({"engine": "sglang", **fields, "flags": flags,
                                          "understood": understood, "ignored": ignored})
 

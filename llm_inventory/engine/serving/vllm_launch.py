@@ -218,6 +218,9 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
             flags[flag] = on
         elif name in VllmOffload.options:
             offload[name] = need()
+        elif name == "--kv-transfer-config" and any(
+                c in (value or "") for c in VllmOffload.connectors):
+            offload[name] = need()
         else:
             misspelt(name)
             ignored.append(name if value is None else f"{name} {value}")
@@ -230,5 +233,6 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         dp = int(str(fields.get("dp", 1)))
         fields["ep"] = tp * dp
     return LaunchCommand(engine="vllm", model=model, flags=flags, understood=understood,
-                         ignored=ignored, offload=VllmOffload().read(offload) if offload
-                         else None, **fields)
+                         ignored=ignored, offload=VllmOffload().read(
+                             offload, int(str(fields.get("tp", 1))) * int(str(fields.get(
+                                 "pp", 1)))) if offload else None, **fields)

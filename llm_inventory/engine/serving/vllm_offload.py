@@ -14,8 +14,12 @@
   world_size)` blocks of the GPU block size, in one shared host region of S GiB.
   `lmcache` hands the same bytes to LMCache (per rank S ÷ world size), which keeps its own
   chunks: its token count here is bytes ÷ bytes per token, an estimate.
-- LMCache's local disk (`LMCACHE_LOCAL_DISK`, `LMCACHE_MAX_LOCAL_DISK_SIZE` GB per worker,
-  lmcache/v1/config.py) is a tier below that; the native connector has none.
+- LMCache itself (`--kv-transfer-config '{"kv_connector":"LMCacheConnectorV1",...}'`) keeps
+  a CPU tier of `LMCACHE_MAX_LOCAL_CPU_SIZE` (default 5.0) and, with `LMCACHE_LOCAL_DISK`
+  set, a disk tier of `LMCACHE_MAX_LOCAL_DISK_SIZE` (default 0), each `× 1024**3` bytes per
+  worker (lmcache/v1/config.py; the CPU allocator and LocalDiskBackend). Read from the
+  command line's environment; LMCACHE_CONFIG_FILE is not read. The native connector has
+  no disk tier.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from llm_inventory.engine.offload import (
 )
 from llm_inventory.errors import InputError, excerpt
 
+LMCACHE_CPU_DEFAULT = 5 * GIB  # lmcache/v1/config.py max_local_cpu_size 5.0, × 1024**3
+
 
 class VllmOffload(OffloadRules):
     label = "vLLM"
@@ -50,12 +56,18 @@ class VllmOffload(OffloadRules):
     options: ClassVar[dict[str, bool]] = {
         "--cpu-offload-gb": True, "--kv-offloading-size": True,
         "--kv-offloading-backend": True}
+    # --kv-transfer-config naming one of these is LMCache's own connector
+    connectors = ("LMCacheConnectorV1", "LMCacheConnector", "LMCacheMPConnector")
 
-    def read(self, found: dict[str, str | None]) -> Offload | None:
+    def read(self, found: dict[str, str | None], ranks: int = 1) -> Offload | None:
         fields: dict[str, Any] = {}
-        if found.get("--cpu-offload-gb"):
-            fields["weight_bytes"] = scaled_bytes(str(found["--cpu-offload-gb"]),
-                                                  "--cpu-offload-gb", GIB)
+        if found.get("--kv-transfer-config") and not found.get("--kv-offloading-size"):
+            # LMCache's connector with its own sizes: the default CPU tier until the
+            # environment says otherwise (with_environment)
+            fields["kv_host_bytes"] = LMCACHE_CPU_DEFAULT * ranks
+            fields["kv_backend"] = "lmcache"
+            return Offload(**fields, weight_bytes=self._weights(found))
+        fields["weight_bytes"] = self._weights(found)
         if found.get("--kv-offloading-size"):
             fields["kv_host_bytes"] = scaled_bytes(str(found["--kv-offloading-size"]),
                                                    "--kv-offloading-size", GIB)
@@ -67,15 +79,34 @@ class VllmOffload(OffloadRules):
         offload = Offload(**fields)
         return offload if offload.active else None
 
+    @staticmethod
+    def _weights(found: dict[str, str | None]) -> int:
+        text = found.get("--cpu-offload-gb")
+        return scaled_bytes(text, "--cpu-offload-gb", GIB) if text else 0
+
+    def with_environment(self, offload: Offload | None, env: dict[str, str],
+                         ranks: int) -> Offload | None:
+        """LMCache's connector sized by LMCACHE_MAX_LOCAL_CPU_SIZE, LMCACHE_LOCAL_DISK and
+        LMCACHE_MAX_LOCAL_DISK_SIZE, per worker."""
+        if offload is None or offload.kv_backend != "lmcache":
+            return offload
+        update: dict[str, Any] = {}
+        if env.get("LMCACHE_LOCAL_CPU", "True").strip().lower() in ("false", "0"):
+            update["kv_host_bytes"] = 0
+        elif "LMCACHE_MAX_LOCAL_CPU_SIZE" in env:
+            update["kv_host_bytes"] = scaled_bytes(
+                env["LMCACHE_MAX_LOCAL_CPU_SIZE"], "LMCACHE_MAX_LOCAL_CPU_SIZE", GIB) * ranks
+        if env.get("LMCACHE_LOCAL_DISK") and "LMCACHE_MAX_LOCAL_DISK_SIZE" in env:
+            update["kv_disk_bytes"] = scaled_bytes(
+                env["LMCACHE_MAX_LOCAL_DISK_SIZE"], "LMCACHE_MAX_LOCAL_DISK_SIZE", GIB)
+        return offload.model_copy(update=update) if update else offload
+
     def refuse(self, offload: Offload) -> None:
         if offload.hicache:
             refuse(self.label, "hicache", "HiCache (an SGLang setting)")
         if offload.kv_disk_bytes and offload.kv_backend != "lmcache":
             refuse(self.label, "kv_disk", "disk tier in its native KV offloading "
                    "(LMCache's local disk needs --kv-offload SIZE,lmcache)")
-        if offload.kv_disk_bytes and not offload.kv_host_bytes:
-            refuse(self.label, "kv_disk", "LMCache disk tier without its CPU tier "
-                   "(give --kv-offload SIZE,lmcache)")
 
     def weights_moved(self, offload: Offload, layer_bytes: int) -> int:
         return move_parameters(offload.weight_bytes, layer_bytes)
