@@ -21,6 +21,16 @@ from llm_inventory.cli.common import (
     TpOption,
     tokens_parser,
 )
+from llm_inventory.cli.offload_options import (
+    HicacheRatioOption,
+    HicacheSizeOption,
+    HostLinkOption,
+    HostMemoryOption,
+    KvDiskOption,
+    KvOffloadOption,
+    ReloadOption,
+    offload_block,
+)
 from llm_inventory.render.output import OutputFormat
 
 
@@ -202,6 +212,13 @@ def recommend(
     profile: ProfileOption = None,
     no_local_calibration: NoLocalCalibrationOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
+    kv_offload: KvOffloadOption = None,
+    kv_disk: KvDiskOption = None,
+    hicache_ratio: HicacheRatioOption = None,
+    hicache_size: HicacheSizeOption = None,
+    reload_tokens: ReloadOption = None,
+    host_memory: HostMemoryOption = None,
+    host_link: HostLinkOption = None,
 ) -> None:
     """The plans that meet a workload's latency targets, ranked by cost: replicas, GPUs,
     $/hour, $ per million tokens, and the launch command of the best. Times are calibrated
@@ -276,7 +293,9 @@ def recommend(
                             allowed="a positive price in $ per kWh, below 1,000,000"),
         dtype=dtype,
         kv_dtype=kv_dtype, seed=seed, limit=limit, tp=tp, pp=pp, ep=ep, context=context,
-        disaggregation=disaggregation)
+        disaggregation=disaggregation,
+        offload=offload_block(None, kv_offload, kv_disk, hicache_ratio, hicache_size,
+                              reload_tokens, host_memory, host_link))
     result = _with_local_calibration(spec, request, profile, no_local_calibration)
     if plot is not None:
         from llm_inventory.render.plot import write_plot

@@ -81,3 +81,33 @@ def test_launch_refuses_a_bad_offload_value_in_a_subprocess() -> None:
     assert done.returncode == 2
     assert done.stdout == "" and "--hicache-ratio" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_recommend_takes_a_kv_tier_and_adds_the_reload_to_the_ttft(invoke: Invoke) -> None:
+    args = ["recommend", "llama-3.1-8b", "-d", "h100", "-e", "sglang", "--isl", "2000",
+            "--osl", "200", "--qps", "2", "-f", "json"]
+    base = invoke(*args)
+    tiered = invoke(*args, "--hicache-ratio", "2", "--reload-tokens", "8000")
+    assert base.code == tiered.code == 0, tiered.stderr
+    a, b = base.json()["chosen"], tiered.json()["chosen"]
+    assert a["tiers"] is None and b["tiers"]["per_device"]["host_kv_bytes"] > 0
+    reload = b["tiers"]["reload_s"]
+    assert reload > 0 and any("reloading 8,000 prefix tokens" in n for n in b["notes"])
+    if (a["tp"], a["batch"]) == (b["tp"], b["batch"]):
+        assert b["ttft"]["p50"] > a["ttft"]["p50"]
+
+
+def test_recommend_refuses_weights_moved_to_host() -> None:
+    from llm_inventory.engine.offload import GIB, Offload
+    from llm_inventory.engine.recommend import RecommendRequest, Workload
+    from llm_inventory.engine.recommend.core import recommend
+    from llm_inventory.errors import InputError
+    from llm_inventory.spec.devices import resolve_device
+    from llm_inventory.spec.presets import load_preset
+
+    request = RecommendRequest(model_ref="llama-3.1-8b", devices=[resolve_device("h100")],
+                               workload=Workload(isl=1000, osl=100, qps=1.0),
+                               offload=Offload(weight_bytes=GIB))
+    with pytest.raises(InputError) as caught:
+        recommend(load_preset("llama-3.1-8b"), request)
+    assert caught.value.field == "cpu_offload_gb"

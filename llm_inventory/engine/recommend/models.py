@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from llm_inventory.engine.capacity import CapacityPoint as CapacityPoint
+from llm_inventory.engine.offload import Offload
+from llm_inventory.engine.placement.tiers import Tiers
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.trust import Trust
 from llm_inventory.spec.devices import Device
@@ -91,6 +93,10 @@ class RecommendRequest(BaseModel):
     ep: int | None = Field(default=None, ge=1)
     context: int | None = Field(default=None, ge=1)
     disaggregation: bool = True
+    # KV tiers below the GPU and the prefix each request reloads from them (engine/offload.py;
+    # weights moved to host memory are placement's alone: recommend's step times read them
+    # from the device)
+    offload: Offload = Offload()
 
 
 class Cost(BaseModel):
@@ -157,6 +163,7 @@ class RecommendedPlan(BaseModel):
     handoff_limit_bytes_per_s: float | None = None  # what the links carry
     saturated: bool = False
     notes: list[str] = Field(default_factory=list)
+    tiers: Tiers | None = None  # with a KV tier asked: GPU, host and disk bytes (tiers.py)
 
 
 class ParetoPoint(BaseModel):
