@@ -213,6 +213,8 @@ def test_launch_lines_read_back_to_the_same_tiers(engine: str, offload: Offload)
     ("vllm", Offload(kv_disk_bytes=GIB, kv_host_bytes=GIB), "kv_disk"),
     ("sglang", Offload(kv_host_bytes=GIB), "kv_offload"),
     ("sglang", Offload(weight_bytes=GIB // 2), "cpu_offload"),
+    ("vllm@0.10", Offload(kv_host_bytes=GIB), "kv_offload"),  # --kv-offloading-size: 0.11.1
+    ("vllm@0.4.3", Offload(weight_bytes=GIB), "cpu_offload"),  # --cpu-offload-gb: 0.5.3
 ])
 def test_offload_an_engine_cannot_do_is_refused(engine: str, offload: Offload,
                                                 field: str) -> None:

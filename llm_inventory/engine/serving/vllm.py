@@ -241,7 +241,7 @@ class VllmV1(ServingEngine):
     def offload_rules(self) -> OffloadRules | None:
         from llm_inventory.engine.serving.vllm_offload import VllmOffload
 
-        return VllmOffload()
+        return VllmOffload(self.version)
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_vllm(argv)

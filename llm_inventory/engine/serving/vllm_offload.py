@@ -101,7 +101,20 @@ class VllmOffload(OffloadRules):
                 env["LMCACHE_MAX_LOCAL_DISK_SIZE"], "LMCACHE_MAX_LOCAL_DISK_SIZE", GIB)
         return offload.model_copy(update=update) if update else offload
 
+    def __init__(self, version: str = "") -> None:
+        self.version = version  # the release answered for ("": the newest)
+
+    def _before(self, *release: int) -> bool:
+        found = [int(p) for p in self.version.split(".")[:3] if p.isdigit()]
+        return bool(found) and tuple(found) < release
+
     def refuse(self, offload: Offload) -> None:
+        if offload.weight_bytes and self._before(0, 5, 2):
+            refuse(f"vLLM {self.version}", "cpu_offload", "--cpu-offload-gb (from PR #6496, "
+                   "shipped in 0.5.3; its development builds report 0.5.2)")
+        if offload.kv_host_bytes and offload.kv_backend == "native" and self._before(0, 11, 1):
+            refuse(f"vLLM {self.version}", "kv_offload", "--kv-offloading-size (from 0.11.1, "
+                   "PR #27621; before, the OffloadingConnector through --kv-transfer-config)")
         if offload.hicache:
             refuse(self.label, "hicache", "HiCache (an SGLang setting)")
         if offload.kv_disk_bytes and offload.kv_backend != "lmcache":
