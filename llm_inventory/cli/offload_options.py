@@ -44,6 +44,10 @@ HostLinkOption = Annotated[int | None, typer.Option(
     help="Bytes per second, one direction, between a device and host memory (default: "
          "the catalog's, PCIe or NVLink-C2C): 64GB.")]
 
+NoKvOffloadOption = Annotated[bool, typer.Option(
+    "--no-kv-offload", rich_help_panel="Offload and KV tiers",
+    help="llama.cpp's -nkvo: every layer's KV cache in host memory, none on the GPUs.")]
+
 
 def offload_block(cpu_offload_gb: str | None, kv_offload: str | None, kv_disk: int | None,
                   hicache_ratio: str | None, hicache_size: str | None,

@@ -33,6 +33,7 @@ from llm_inventory.cli.offload_options import (
     HostMemoryOption,
     KvDiskOption,
     KvOffloadOption,
+    NoKvOffloadOption,
     ReloadOption,
     offload_block,
 )
@@ -272,6 +273,7 @@ def placement(
     reload_tokens: ReloadOption = None,
     host_memory: HostMemoryOption = None,
     host_link: HostLinkOption = None,
+    no_kv_offload: NoKvOffloadOption = False,
 ) -> None:
     """Every split of MODEL over the devices — legal or not and why — and whether it fits:
     weights, runtime reserve (an estimate), KV pool, KV capacity and maximum concurrency
@@ -312,6 +314,8 @@ def placement(
         raise InputError("sort", f"unknown sort key {sort!r}; use one of {', '.join(ORDERS)}")
     engines = engine_list(engine)
     flags = _engine_args(engine_arg or [])
+    if no_kv_offload:  # llama.cpp's own setting; other engines refuse it by name
+        flags["no_kv_offload"] = True
     spec = load_model(model)
     long_ok = allow_long_context or os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1"
     request = PlacementRequest(

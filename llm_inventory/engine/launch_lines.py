@@ -55,7 +55,8 @@ def plan_lines(engine: ServingEngine, reference: str, *, tp: int, pp: int, ep: i
         disaggregation=disaggregation if disaggregation == "prefill/decode" else None,
         gguf=gguf, n_gpu_layers=int(str(ngl)) if ngl is not None else None,
         n_cpu_moe=int(str(cpu_moe)) if cpu_moe else None,
-        offload=tuple(offload_argv(engine, offload)))
+        offload=tuple(offload_argv(engine, offload)),
+        no_kv_offload=bool(own.get("no_kv_offload")))
     lines = engine.launch_lines(plan)
     # a line `inventory launch` would read as another engine (ik_llama.cpp shares
     # llama-server with llama.cpp) is not this engine's: none rather than a wrong one

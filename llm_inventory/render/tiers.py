@@ -47,8 +47,8 @@ def tiers_note(index: int, plan: Plan, units: UnitSystem) -> str | None:
 
 
 def tier_bars(rows: Sequence[tuple[str, Plan]], width: int = 32) -> Table | None:
-    """A bar per plan with offload: the binding device's bytes on the GPU, in host memory
-    and on disk, in proportion."""
+    """A bar per plan that keeps bytes off the GPU: the binding device's bytes on the GPU,
+    in host memory and on disk, in proportion."""
     from llm_inventory.render.charts import bar
 
     table = Table(show_header=True, box=None, pad_edge=False)
@@ -56,11 +56,14 @@ def tier_bars(rows: Sequence[tuple[str, Plan]], width: int = 32) -> Table | None
     table.add_column("█ GPU ▓ host ▒ disk", no_wrap=True)
     found = False
     for label, plan in rows:
-        t, d = plan.tiers, plan.per_device
-        if t is None or d is None:
+        t, d, h = plan.tiers, plan.per_device, plan.host
+        if d is None or (t is None and (h is None or not h.total_bytes)):
             continue
         gpu = d.weight_bytes + d.reserve_bytes + max(0, d.kv_pool_bytes)
-        parts = [gpu, t.per_device.host_bytes, t.per_device.disk_kv_bytes]
+        # an engine's own host share (llama.cpp's -ngl, --n-cpu-moe, -nkvo) and the tiers
+        host = (t.per_device.host_bytes if t is not None else 0) + (
+            h.total_bytes if h is not None else 0)
+        parts = [gpu, host, t.per_device.disk_kv_bytes if t is not None else 0]
         table.add_row(label, bar(parts, sum(parts), width))
         found = True
     return table if found else None

@@ -111,3 +111,12 @@ def test_recommend_refuses_weights_moved_to_host() -> None:
     with pytest.raises(InputError) as caught:
         recommend(load_preset("llama-3.1-8b"), request)
     assert caught.value.field == "cpu_offload_gb"
+
+
+def test_no_kv_offload_is_llamacpp_own(invoke: Invoke) -> None:
+    run = invoke("placement", "llama-3.1-8b", "-d", "rtx-4090", "-n", "1", "-e", "llamacpp",
+                 "--context", "32k", "--no-kv-offload", "--launch")
+    assert run.code == 0, run.stderr
+    assert "-nkvo" in run.stdout and "where bytes live" in run.stdout
+    refused = invoke("placement", "llama-3.1-8b", "-d", "h100", "-n", "1", "--no-kv-offload")
+    assert refused.code == 2 and "no_kv_offload" in refused.stderr

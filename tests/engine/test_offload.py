@@ -271,3 +271,50 @@ def test_the_lmcache_connector_leaves_the_gpu_pool_as_it_was() -> None:
     off = _launch("vllm serve Qwen/Qwen3-8B --max-model-len 8000")
     assert on.plan.per_device == off.plan.per_device
     assert on.command.ignored == []
+
+
+# --- llama.cpp -nkvo ----------------------------------------------------------------------
+
+def _llamacpp(flags: dict[str, str | int | float | bool], context: int = 32_768) -> PlacementResult:
+    request = PlacementRequest(device=resolve_device("rtx-4090"), count=1,
+                               engine="llamacpp", context=context, limit=0,
+                               engine_flags=flags)
+    return plan_placement(load_preset("llama-3.1-8b"), request)
+
+
+def test_nkvo_moves_every_cache_to_host_memory() -> None:
+    """src/llama-kv-cache.cpp: `offload ? dev_layer(il) : cpu` for every layer's K and V
+    (ggml-org/llama.cpp #14043 prints `dev = CPU` for each cached layer under -nkvo)."""
+    on_gpu = _llamacpp({}).plans[0]
+    on_host = _llamacpp({"no_kv_offload": True}).plans[0]
+    assert on_gpu.per_device is not None and on_host.per_device is not None
+    assert on_host.per_device.kv_pool_bytes == 0
+    assert on_host.per_device.weight_bytes == on_gpu.per_device.weight_bytes
+    assert on_host.host is not None and on_gpu.host is not None
+    assert on_host.host.kv_bytes == on_gpu.per_device.kv_pool_bytes + on_gpu.host.kv_bytes
+    assert on_host.host.layers == on_gpu.host.layers  # the weights stay where -ngl put them
+    cpu = [line for line in on_host.startup if "KV buffer size" in line]
+    assert cpu == ["llama_kv_cache:        CPU KV buffer size =  4096.00 MiB"]
+
+
+def test_nkvo_holds_a_context_the_gpu_could_not() -> None:
+    long = 1_048_576  # 128 GiB of f16 KV: no 24 GiB card holds it, host memory may
+    assert not _llamacpp({}, long).plans[0].fits
+    plan = _llamacpp({"no_kv_offload": True}, long).plans[0]
+    assert plan.fits and plan.startup_error is None
+    assert plan.host is not None and plan.host.kv_bytes == long * 32 * 2 * 1024 * 2
+
+
+def test_nkvo_reads_back_from_its_launch_line() -> None:
+    spec, dev = load_preset("llama-3.1-8b"), resolve_device("rtx-4090")
+    request = PlacementRequest(device=dev, count=1, engine="llamacpp", context=32_768,
+                               engine_flags={"no_kv_offload": True}, limit=0)
+    result = with_launch_lines(plan_placement(spec, request), request, "llama-3.1-8b")
+    plan = result.plans[0]
+    (line,) = plan.launch
+    assert "-nkvo" in shlex.split(line)
+    era, rest = match_program(shlex.split(line))
+    command = era.parse_launch(rest)
+    assert command.flags.get("no_kv_offload") is True and "-nkvo" not in command.ignored
+    read = predict_launch(spec, command, get(f"llamacpp@{result.engine_version}"), dev)
+    assert read.plan.per_device == plan.per_device and read.plan.host == plan.host

@@ -164,9 +164,13 @@ class Reporter:
         share = facts.engine.host_share(facts.layout, sized.ranges,
                                         facts.stage_shape(shape.tp, shape.pp, shape.ep, 0),
                                         facts.settings)
-        if share is None or not len(share[0]):
+        if share is None:
             return None
-        return facts.pool_layout(1, share[0].start, share[0].stop)
+        cached = facts.engine.host_kv_layers(share[0], facts.layers, facts.settings)
+        if not len(cached):
+            return None
+        return facts.engine.host_pool_layout(facts.kv_layers(1, cached.start, cached.stop),
+                                             facts.settings)
 
     def host(self, sized: Sized) -> HostFit | None:
         """What the engine keeps in host RAM for this plan (None: nothing)."""
@@ -179,9 +183,11 @@ class Reporter:
             return None
         layers, weights, compute = share
         kv = 0
-        if len(layers):
+        cached = facts.engine.host_kv_layers(layers, facts.layers, facts.settings)
+        if len(cached):
             # the host holds what its layers' caches take, whatever the room
-            kv = facts.pool_layout(1, layers.start, layers.stop).allocated(2**62)
+            kv = facts.engine.host_pool_layout(facts.kv_layers(1, cached.start, cached.stop),
+                                               facts.settings).allocated(2**62)
         return HostFit(layers=len(layers), weight_bytes=weights, kv_bytes=kv,
                        compute_bytes=compute, total_bytes=weights + kv + compute)
 

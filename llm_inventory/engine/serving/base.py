@@ -413,6 +413,17 @@ class ServingEngine(ABC):
         stages' `ranges` (None: nothing)."""
         return None
 
+    def host_kv_layers(self, host_layers: range, model_layers: int,
+                       settings: EngineSettings) -> range:
+        """The layers whose caches live in host RAM (by default those of the layers kept
+        there; llama.cpp's -nkvo keeps every layer's)."""
+        return host_layers
+
+    def host_pool_layout(self, layers: Sequence[KvLayer],
+                         settings: EngineSettings) -> PoolLayout:
+        """How the caches kept in host RAM are laid out (by default as a device's)."""
+        return self.pool_layout(layers, settings)
+
     def plan_startup_lines(self, capacities: Sequence[KvCapacity],
                            layouts: Sequence[PoolLayout], pools: Sequence[int], binding: int,
                            settings: EngineSettings,

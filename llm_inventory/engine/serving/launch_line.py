@@ -39,6 +39,7 @@ class LaunchPlan:
     n_gpu_layers: int | None = None  # llama.cpp: layers on the GPUs (None: all)
     n_cpu_moe: int | None = None  # llama.cpp: layers whose experts stay in host memory
     offload: tuple[str, ...] = ()  # the engine's own offload flags (engine/offload.py)
+    no_kv_offload: bool = False  # llama.cpp -nkvo: every layer's caches in host memory
 
     @property
     def attention_dp(self) -> int:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from llm_inventory.bounds import SIZE, number
@@ -74,7 +75,7 @@ ALL = -1  # n_gpu_layers: every layer
 FLAGS = ("ctx_size", "n_gpu_layers", "cache_type_k", "cache_type_v", "parallel",
          "ubatch_size", "batch_size", "flash_attn", "swa_full", "n_cpu_moe", "tensor_split",
          "split_mode", "kv_unified", "mla_use", "fit", "fit_target", "fit_ctx",
-         "context_left_out")
+         "context_left_out", "no_kv_offload")
 
 
 def _f32(x: float) -> float:
@@ -159,9 +160,12 @@ class LlamaCpp(ServingEngine):
     disaggregates = False
 
     def estimate_note(self, settings: EngineSettings) -> str | None:
+        nkvo = ("; with -nkvo the caches are in host memory and attention runs on the CPU, "
+                "which the timing does not model") if settings.flags.get("no_kv_offload") else ""
         return ("weights and KV bytes are exact (llama.cpp allocates what the context asks); "
                 "the compute buffers (worst-case graph at "
-                f"{settings.flags['ubatch_size']} tokens) and the CUDA context are estimates")
+                f"{settings.flags['ubatch_size']} tokens) and the CUDA context are "
+                f"estimates{nkvo}")
 
     programs: ClassVar[tuple[tuple[str, ...], ...]] = (
         ("llama-server",), ("./llama-server",), ("llama-cli",), ("./llama-cli",),
@@ -194,6 +198,7 @@ class LlamaCpp(ServingEngine):
             # the command line gives no -c (set by `parse_llamacpp`): the context --fit may
             # lower; placement's --context is a -c
             "context_left_out": False,
+            "no_kv_offload": False,  # -nkvo: every layer's caches in host memory
         }
 
     # --- settings -------------------------------------------------------------------------
@@ -226,6 +231,7 @@ class LlamaCpp(ServingEngine):
                     "ctx_size", "mla_use", "fit_ctx"):
             flags[key] = _integer(flags[key], key)
         flags["fit"] = _on_off(flags["fit"], "fit")
+        flags["no_kv_offload"] = _on_off(flags["no_kv_offload"], "no_kv_offload")
         flags["fit_target"] = _fit_target(flags["fit_target"])
         # --fit lowers only the context the command leaves out (`-c 0` asks for the full
         # context: fit_params_min_ctx = UINT32_MAX, common/arg.cpp)
@@ -311,6 +317,18 @@ class LlamaCpp(ServingEngine):
             for run in layers)
 
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
+        pool = kv.cell_pool(layers, self.resolved(settings.flags))
+        # -nkvo (`offload_kqv` false): llama_kv_cache puts every layer's K and V in a CPU
+        # buffer (src/llama-kv-cache.cpp, `offload ? dev_layer(il) : cpu`), so a GPU
+        # holds none of them and its room does not bound them
+        return replace(pool, on_host=True) if settings.flags.get("no_kv_offload") else pool
+
+    def host_kv_layers(self, host_layers: range, model_layers: int,
+                       settings: EngineSettings) -> range:
+        return range(0, model_layers) if settings.flags.get("no_kv_offload") else host_layers
+
+    def host_pool_layout(self, layers: Sequence[KvLayer],
+                         settings: EngineSettings) -> PoolLayout:
         return kv.cell_pool(layers, self.resolved(settings.flags))
 
     # --- where layers and tensors go ------------------------------------------------------
@@ -493,7 +511,7 @@ class LlamaCpp(ServingEngine):
         if isinstance(host, kv.CellPool):
             devices.append(("CPU", host))
         for index, layout in enumerate(layouts):
-            if isinstance(layout, kv.CellPool) and layout.modules:
+            if isinstance(layout, kv.CellPool) and layout.modules and not layout.on_host:
                 devices.append((f"CUDA{index}", layout))
         return kv_lines(self, devices, settings)
 
@@ -620,6 +638,7 @@ _OPTIONS: dict[str, tuple[str, bool]] = {
     "-fit": ("fit", True), "--fit": ("fit", True),
     "-fitt": ("fit_target", True), "--fit-target": ("fit_target", True),
     "-fitc": ("fit_ctx", True), "--fit-ctx": ("fit_ctx", True),
+    "-nkvo": ("no_kv_offload", False), "--no-kv-offload": ("no_kv_offload", False),
 }
 _FA_VALUES = ("on", "off", "auto", "1", "0", "true", "false")
 
@@ -646,6 +665,8 @@ def _typed_flags(values: dict[str, FlagValue]) -> dict[str, FlagValue]:
         flags["flash_attn"] = fa
     if values.get("swa_full"):
         flags["swa_full"] = True
+    if values.get("no_kv_offload"):
+        flags["no_kv_offload"] = True
     if values.get("cpu_moe"):
         flags["n_cpu_moe"] = 10**6
     if "tensor_split" in values:
