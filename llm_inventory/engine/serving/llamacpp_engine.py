@@ -151,6 +151,8 @@ class LlamaCpp(ServingEngine):
          "src/llama-model.cpp llama_model::load_tensors; common/arg.cpp"),
         ("compute buffers: worst-case graph at n_ubatch (estimate: logits, score matrix, "
          "MLP activations)", "src/llama-context.cpp llama_context::graph_reserve"),
+        ("-nkvo: every layer's K and V in one CPU buffer, none on the GPUs",
+         "src/llama-kv-cache.cpp llama_kv_cache::llama_kv_cache (offload ? dev_layer : cpu)"),
         ("--fit (on from the b7880 era): a context the command leaves out is lowered to the "
          "longest that leaves --fit-target (1024 MiB) free, not below --fit-ctx (4096); "
          "-c N and -c 0 are kept; its layer moves to the CPU are not modelled",
