@@ -133,10 +133,13 @@ def test_reload_time_is_tokens_over_the_host_link() -> None:
 
 def test_host_memory_is_checked_when_known_and_said_when_not() -> None:
     plan = _plan("llama-3.1-8b", "h100", 8, "sglang", Offload(hicache_bytes=300 * 10**9),
-                 tp=1).plans[0]
+                 tp=1, pp=1).plans[0]
     assert plan.tiers is not None and plan.tiers.host_memory_bytes == 2 * 10**12
     assert plan.tiers.host_fits is False  # 8 workers × 300 GB > the DGX H100's 2 TB
-    assert any("host memory of a node" in w for w in plan.warnings)
+    assert not plan.fits and plan.why is not None and "host memory (1.82 TiB)" in plan.why
+    roomy = _plan("llama-3.1-8b", "h100", 8, "sglang", Offload(
+        hicache_bytes=300 * 10**9, host_memory_bytes=4 * 10**12), tp=1, pp=1).plans[0]
+    assert roomy.fits and roomy.tiers is not None and roomy.tiers.host_fits
     l4 = _plan("llama-3.1-8b", "l4", 1, "sglang", Offload(hicache_ratio=2)).plans[0]
     assert l4.tiers is not None and l4.tiers.host_fits is None
     assert any("not checked" in n for n in l4.tiers.notes)

@@ -18,7 +18,6 @@ from llm_inventory.engine.placement.models import (
     StageFit,
     WidthSummary,
 )
-from llm_inventory.engine.placement.tiers import tiers as plan_tiers
 from llm_inventory.engine.placement.tiers import with_tiers
 from llm_inventory.engine.roofline import Timing, roofline
 from llm_inventory.engine.serving.base import KvCapacity, KvLayer, PoolLayout, StartupContext
@@ -89,15 +88,11 @@ class Reporter:
             warnings.append(fallback)
         timing = self.timing(sized) if sized.legal and all(p > 0 for p in sized.pools) \
             else None
-        tiers = plan_tiers(facts, sized, cap.tokens, cap.bytes_per_token, cap.page_bytes,
-                           sized.layouts[b].allocated(sized.pools[b])) \
-            if request.offload.active else None
-        timing = with_tiers(timing, tiers, shape.devices)
+        tiers = sized.tiers
+        timing = with_tiers(timing, tiers, shape.devices,
+                            facts.settings.max_num_batched_tokens)
         if tiers is not None:
             warnings += [n for n in tiers.notes if n.startswith("the HiCache")]
-            if tiers.host_fits is False:
-                warnings.append("the host memory of a node is too small for the offloaded "
-                                "weights and KV")
         handover = self.handover() if shape.disaggregation == "prefill/decode" else None
         concurrency = sized.concurrency
         report = facts.engine.startup(

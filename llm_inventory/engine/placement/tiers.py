@@ -146,10 +146,20 @@ def tiers(facts: ModelFacts, sized: Sized, tokens: int, bytes_per_token: int,
                  notes=notes, sources=list(found.sources), startup=found.startup_lines(kv))
 
 
-def with_tiers(timing: Timing | None, found: Tiers | None, devices: int) -> Timing | None:
+def sized_tiers(facts: ModelFacts, sized: Sized) -> Tiers | None:
+    """The tiers of a sized shape, from its binding worker's pool."""
+    b = sized.binding
+    cap = sized.layouts[b].capacity(sized.pools[b])
+    return tiers(facts, sized, cap.tokens, cap.bytes_per_token, cap.page_bytes,
+                 sized.layouts[b].allocated(sized.pools[b]))
+
+
+def with_tiers(timing: Timing | None, found: Tiers | None, devices: int,
+               chunk: int) -> Timing | None:
     """`timing` with the host link's time added (an estimate): the moved weights cross the
-    link on every forward (each decode step, and once per prompt chunk, counted once), and
-    a prefix served from the host tier is reloaded before the first token."""
+    link on every forward (each decode step, and each prompt chunk of `chunk` tokens before
+    the first token), and a prefix served from the host tier is reloaded before the first
+    token."""
     if timing is None or found is None:
         return timing
     stream = found.weight_stream_s or 0.0
@@ -164,8 +174,9 @@ def with_tiers(timing: Timing | None, found: Tiers | None, devices: int) -> Timi
     if reload:
         parts.append(f"{reload * 1e3:,.1f} ms reloading {found.reload_tokens:,} prefix "
                      "tokens from the host tier")
+    chunks = -(-timing.prompt_tokens // max(1, chunk))
     return timing.model_copy(update={
-        "ttft_s": timing.ttft_s + stream + reload, "tpot_s": tpot,
+        "ttft_s": timing.ttft_s + stream * chunks + reload, "tpot_s": tpot,
         "decode_step_s": timing.decode_step_s + stream,
         "tokens_per_s_per_replica": per_replica,
         "tokens_per_s_per_device": per_replica / max(1, devices),
