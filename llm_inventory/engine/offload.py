@@ -91,6 +91,8 @@ class OffloadRules(ABC):
     label: str  # the engine's name in messages
     sources: tuple[str, ...]  # file, function and release of each rule
     options: ClassVar[dict[str, bool]]  # its command-line options: whether each takes a value
+    # its forward may copy an offloaded layer's weights back to the GPU (a higher peak)
+    copies_on_forward: ClassVar[bool] = False
 
     @abstractmethod
     def read(self, found: dict[str, str | None], ranks: int = 1) -> Offload | None:

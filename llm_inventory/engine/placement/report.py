@@ -92,7 +92,7 @@ class Reporter:
         timing = with_tiers(timing, tiers, shape.devices,
                             facts.settings.max_num_batched_tokens)
         if tiers is not None:
-            warnings += [n for n in tiers.notes if n.startswith("the HiCache")]
+            warnings += tiers.warnings
         handover = self.handover() if shape.disaggregation == "prefill/decode" else None
         concurrency = sized.concurrency
         report = facts.engine.startup(

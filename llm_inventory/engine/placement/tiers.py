@@ -58,6 +58,7 @@ class Tiers(BaseModel):
     weight_stream_s: float | None  # one forward's read of the moved weights over the link
     kv_host_exact: bool = True  # the host tier's tokens are the engine's arithmetic
     notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # what the plan should warn of
     sources: list[str] = Field(default_factory=list)
     startup: list[str] = Field(default_factory=list)  # the engine's lines about its host tier
 
@@ -86,6 +87,14 @@ def layer_bytes(facts: ModelFacts, tp: int, pp: int, ep: int, weights: list[int]
     prefix = facts._device_prefix(tp, ep)
     return [min(w, int(prefix[r.stop] - prefix[r.start]))
             for w, r in zip(weights, facts.ranges(pp), strict=True)]
+
+
+def largest_layer(facts: ModelFacts, tp: int, pp: int, ep: int, stage: range) -> int:
+    """The most bytes one decoder layer of `stage` holds on a rank (0 when unknown)."""
+    if facts.layout.coarse_total is not None or not len(stage):
+        return 0
+    prefix = facts._device_prefix(tp, ep)
+    return int(max(prefix[i + 1] - prefix[i] for i in stage))
 
 
 def moved(facts: ModelFacts, tp: int, pp: int, ep: int, weights: list[int]) -> list[int]:
@@ -126,8 +135,15 @@ def tiers(facts: ModelFacts, sized: Sized, tokens: int, bytes_per_token: int,
         if sized.moved else 0
     host_node = per_node * (per_worker_host + kv.host_bytes)
     notes = [kv.note] if kv.note else []
-    if kv.warning:
-        notes.append(kv.warning)
+    warnings = [kv.warning] if kv.warning else []
+    if host_weights and found.copies_on_forward:
+        from llm_inventory.units import format_bytes
+
+        layer = largest_layer(facts, shape.tp, shape.pp, shape.ep, sized.ranges[b])
+        warnings.append(
+            f"{found.label} releases whose forward copies an offloaded layer back to the GPU "
+            "(maybe_offload_to_cpu without UVA) profile a peak up to one layer's weights "
+            f"higher ({format_bytes(layer)}), which the reserve does not count")
     memory = offload.host_memory_bytes or host_memory(facts.request.device.id)
     if memory is None:
         notes.append(f"host memory per node not checked: the catalog states no host RAM for "
@@ -143,7 +159,8 @@ def tiers(facts: ModelFacts, sized: Sized, tokens: int, bytes_per_token: int,
                  host_fits=None if memory is None else host_node <= memory,
                  host_link_bytes_per_s=link, reload_tokens=offload.reload_tokens,
                  reload_s=reload, weight_stream_s=stream, kv_host_exact=kv.exact,
-                 notes=notes, sources=list(found.sources), startup=found.startup_lines(kv))
+                 notes=notes, warnings=warnings, sources=list(found.sources),
+                 startup=found.startup_lines(kv))
 
 
 def sized_tiers(facts: ModelFacts, sized: Sized) -> Tiers | None:

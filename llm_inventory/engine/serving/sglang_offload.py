@@ -47,6 +47,8 @@ class SglangOffload(OffloadRules):
         "--cpu-offload-gb": True, "--enable-hierarchical-cache": False,
         "--hicache-ratio": True, "--hicache-size": True}
 
+    copies_on_forward = True  # OffloaderV1's forward: functional_call over `.to(device)`
+
     def read(self, found: dict[str, str | None], ranks: int = 1) -> Offload | None:
         from llm_inventory.bounds import number
 

@@ -56,6 +56,10 @@ class VllmOffload(OffloadRules):
     options: ClassVar[dict[str, bool]] = {
         "--cpu-offload-gb": True, "--kv-offloading-size": True,
         "--kv-offloading-backend": True}
+    # maybe_offload_to_cpu wraps the layer's forward in a functional_call over its state
+    # dict moved `.to(device)` unless it offloads through UVA views: the copy lands in the
+    # profiled peak in the releases that take that path
+    copies_on_forward = True
     # --kv-transfer-config naming one of these is LMCache's own connector
     connectors = ("LMCacheConnectorV1", "LMCacheConnector", "LMCacheMPConnector")
 
