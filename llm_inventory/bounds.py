@@ -150,6 +150,10 @@ OPTIONS: dict[str, Bound] = {
     "expert_bytes": SIZE,
     "isl": CONTEXT,  # recommend's input and output lengths (tokens)
     "osl": CONTEXT,
+    "kv_disk": SIZE,  # offload and KV tiers (engine/offload.py)
+    "host_memory": SIZE,
+    "host_link": SIZE,
+    "reload_tokens": TOKENS,
 }
 
 

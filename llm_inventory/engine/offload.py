@@ -23,6 +23,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_inventory.bounds import SIZE, TOKENS
 from llm_inventory.errors import InputError
 
 KvBackend = Literal["native", "lmcache"]
@@ -35,21 +36,21 @@ class Offload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     # bytes of its decoder layers' weights each GPU moves to host memory (--cpu-offload-gb)
-    weight_bytes: int = Field(default=0, ge=0, le=1 << 50)
+    weight_bytes: int = Field(default=0, ge=0, le=SIZE.limit)
     # the host KV tier of one engine instance, all its ranks together (--kv-offloading-size)
-    kv_host_bytes: int = Field(default=0, ge=0, le=1 << 50)
+    kv_host_bytes: int = Field(default=0, ge=0, le=SIZE.limit)
     kv_backend: KvBackend = "native"
     # LMCache's local disk tier per worker (LMCACHE_MAX_LOCAL_DISK_SIZE)
-    kv_disk_bytes: int = Field(default=0, ge=0, le=1 << 52)
+    kv_disk_bytes: int = Field(default=0, ge=0, le=SIZE.limit)
     # SGLang HiCache: the host pool as a multiple of the device pool, or bytes per rank
     hicache_ratio: float | None = Field(default=None, gt=0, le=1000)
-    hicache_bytes: int | None = Field(default=None, gt=0, le=1 << 50)
+    hicache_bytes: int | None = Field(default=None, gt=0, le=SIZE.limit)
     # prefix tokens each request finds in the host tier: their reload joins the TTFT
-    reload_tokens: int = Field(default=0, ge=0, le=1 << 30)
+    reload_tokens: int = Field(default=0, ge=0, le=TOKENS.limit)
     # host RAM of one node, to check the plan's host bytes against (None: the catalog's)
-    host_memory_bytes: int | None = Field(default=None, gt=0, le=1 << 52)
+    host_memory_bytes: int | None = Field(default=None, gt=0, le=SIZE.limit)
     # the host link of one device, bytes per second per direction (None: the catalog's)
-    host_link_bytes_per_s: int | None = Field(default=None, gt=0, le=1 << 50)
+    host_link_bytes_per_s: int | None = Field(default=None, gt=0, le=SIZE.limit)
 
     @property
     def hicache(self) -> bool:
