@@ -162,6 +162,10 @@ OPTIONS: dict[str, Bound] = {
     "max_loras": LORA_SLOTS,
     "max_cpu_loras": LORA_SLOTS,
     "mm_max_pixels": MAX_PIXELS,
+    "kv_disk": SIZE,  # offload and KV tiers (engine/offload.py)
+    "host_memory": SIZE,
+    "host_link": SIZE,
+    "reload_tokens": TOKENS,
 }
 
 

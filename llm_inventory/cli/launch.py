@@ -145,6 +145,12 @@ def launch(
     if misplaced:
         raise InputError("launch", f"{', '.join(misplaced)}: an option of `inventory launch` "
                          "given after -- (the engine's command line); put it before --")
+    rules = era.offload_rules()
+    if rules is not None:  # LMCache reads its sizes from the line's environment
+        from llm_inventory.engine.offload import environment
+
+        parsed = parsed.model_copy(update={"offload": rules.with_environment(
+            parsed.offload, environment(list(command)), parsed.tp * parsed.pp)})
     options = era.options_file(parsed)
     if options is not None:
         parsed = era.with_options(parsed, _read_options(options))

@@ -39,6 +39,18 @@ from llm_inventory.cli.feature_options import (
     SkipMmProfilingOption,
     feature_fields,
 )
+from llm_inventory.cli.offload_options import (
+    CpuOffloadOption,
+    HicacheRatioOption,
+    HicacheSizeOption,
+    HostLinkOption,
+    HostMemoryOption,
+    KvDiskOption,
+    KvOffloadOption,
+    NoKvOffloadOption,
+    ReloadOption,
+    offload_block,
+)
 from llm_inventory.cli.speculative_options import (
     AcceptanceOption,
     DraftModelOption,
@@ -291,6 +303,15 @@ def placement(
     skip_mm_profiling: SkipMmProfilingOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
     units: UnitsOption = Units.IEC,
+    cpu_offload_gb: CpuOffloadOption = None,
+    kv_offload: KvOffloadOption = None,
+    kv_disk: KvDiskOption = None,
+    hicache_ratio: HicacheRatioOption = None,
+    hicache_size: HicacheSizeOption = None,
+    reload_tokens: ReloadOption = None,
+    host_memory: HostMemoryOption = None,
+    host_link: HostLinkOption = None,
+    no_kv_offload: NoKvOffloadOption = False,
 ) -> None:
     """Every split of MODEL over the devices — legal or not and why — and whether it fits:
     weights, runtime reserve (an estimate), KV pool, KV capacity and maximum concurrency
@@ -340,6 +361,8 @@ def placement(
         raise InputError("sort", f"unknown sort key {sort!r}; use one of {', '.join(ORDERS)}")
     engines = engine_list(engine)
     flags = _engine_args(engine_arg or [])
+    if no_kv_offload:  # llama.cpp's own setting; other engines refuse it by name
+        flags["no_kv_offload"] = True
     spec = load_model(model)
     long_ok = allow_long_context or os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1"
     request = PlacementRequest(
@@ -352,6 +375,8 @@ def placement(
         engine_flags=flags, used_bytes=occupied, **features,
         speculative=speculative_request(speculative, draft_model, num_speculative_tokens,
                                         draft_tp, acceptance),
+        offload=offload_block(cpu_offload_gb, kv_offload, kv_disk, hicache_ratio, hicache_size,
+                              reload_tokens, host_memory, host_link),
     )
     for pin, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if value is not None and value > n:  # nothing to place; and a search of that size

@@ -35,6 +35,16 @@ from llm_inventory.cli.feature_options import (
     SkipMmProfilingOption,
     feature_fields,
 )
+from llm_inventory.cli.offload_options import (
+    HicacheRatioOption,
+    HicacheSizeOption,
+    HostLinkOption,
+    HostMemoryOption,
+    KvDiskOption,
+    KvOffloadOption,
+    ReloadOption,
+    offload_block,
+)
 from llm_inventory.cli.speculative_options import (
     AcceptanceOption,
     DraftModelOption,
@@ -240,6 +250,13 @@ def recommend(
     mm_max_pixels: MaxPixelsOption = None,
     skip_mm_profiling: SkipMmProfilingOption = False,
     fmt: FormatOption = OutputFormat.TABLE,
+    kv_offload: KvOffloadOption = None,
+    kv_disk: KvDiskOption = None,
+    hicache_ratio: HicacheRatioOption = None,
+    hicache_size: HicacheSizeOption = None,
+    reload_tokens: ReloadOption = None,
+    host_memory: HostMemoryOption = None,
+    host_link: HostLinkOption = None,
 ) -> None:
     """The plans that meet a workload's latency targets, ranked by cost: replicas, GPUs,
     $/hour, $ per million tokens, and the launch command of the best. Times are calibrated
@@ -319,7 +336,9 @@ def recommend(
                                         draft_tp, acceptance),
         **feature_fields(enable_lora, lora_rank, max_loras, max_cpu_loras, lora_dtype,
                          lora_modules, fully_sharded_loras, lora_file, limit_mm_per_prompt,
-                         mm_max_pixels, skip_mm_profiling))
+                         mm_max_pixels, skip_mm_profiling),
+        offload=offload_block(None, kv_offload, kv_disk, hicache_ratio, hicache_size,
+                              reload_tokens, host_memory, host_link))
     result = _with_local_calibration(spec, request, profile, no_local_calibration)
     if plot is not None:
         from llm_inventory.render.plot import write_plot

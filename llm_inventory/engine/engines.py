@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from llm_inventory.engine.serving import ServingEngine, era_ranges, get
 
@@ -34,6 +34,8 @@ class EngineEra(BaseModel):
     rules: list[EngineRule]
     # a release newer than the newest one modelled: the newest era answers, and says so
     warning: str | None = None
+    # its offload and KV-tier rules with their sources (engine/offload.py; empty: none)
+    offload: list[str] = Field(default_factory=list)
 
 
 class EngineList(BaseModel):
@@ -47,7 +49,12 @@ def _era(engine: ServingEngine, lowest: str, below: str | None, default: bool) -
                      summary=engine.summary,
                      programs=[" ".join(p) for p in engine.programs],
                      rules=[EngineRule(rule=r, source=s) for r, s in engine.rules],
-                     warning=engine.release_warning)
+                     warning=engine.release_warning, offload=_offload(engine))
+
+
+def _offload(engine: ServingEngine) -> list[str]:
+    rules = engine.offload_rules()
+    return list(rules.sources) if rules is not None else []
 
 
 def engine_list() -> EngineList:

@@ -13,6 +13,7 @@ import re
 
 from pydantic import BaseModel, Field
 
+from llm_inventory.engine.offload import Offload
 from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
 from llm_inventory.engine.serving import ServingEngine, get, names
 from llm_inventory.engine.serving.base import LaunchCommand
@@ -110,7 +111,8 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
         # an engine's --dtype retypes unquantized checkpoints only
         dtype=None if quantized else command.dtype, kv_dtype=kv_dtype, limit=0,
         speculative=speculative if speculative is not None else command.speculative,
-        lora=command.lora, multimodal=command.multimodal)
+        lora=command.lora, multimodal=command.multimodal,
+        offload=command.offload or Offload())
     result = plan_placement(spec, request)
     shape = (command.tp, command.pp, command.ep or 1)
     plan = next((p for p in result.plans if p.disaggregation is None

@@ -17,6 +17,7 @@ from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 if TYPE_CHECKING:
     from llm_inventory.engine.lora import LoraRequest
     from llm_inventory.engine.mm_budget import MultimodalRequest
+    from llm_inventory.engine.offload import Offload
     from llm_inventory.engine.placement import PlacementRequest, PlacementResult
     from llm_inventory.engine.speculative import Speculative
 
@@ -40,7 +41,8 @@ def plan_lines(engine: ServingEngine, reference: str, *, tp: int, pp: int, ep: i
                kv_dtype: str | None = None, quantization: str | None = None,
                flags: dict[str, object] | None = None,
                speculative: Speculative | None = None, lora: LoraRequest | None = None,
-               multimodal: MultimodalRequest | None = None) -> list[LaunchLine]:
+               multimodal: MultimodalRequest | None = None,
+               offload: Offload | None = None) -> list[LaunchLine]:
     """The lines that start one replica of the plan on `engine` ([] when its command line
     cannot say it). `max_num_seqs` (None: the engine's default) and
     `max_num_batched_tokens` are per engine instance;
@@ -58,7 +60,10 @@ def plan_lines(engine: ServingEngine, reference: str, *, tp: int, pp: int, ep: i
         memory_fraction=memory_fraction, kv_dtype=kv_dtype, quantization=quantization,
         disaggregation=disaggregation if disaggregation == "prefill/decode" else None,
         gguf=gguf, n_gpu_layers=int(str(ngl)) if ngl is not None else None,
-        n_cpu_moe=int(str(cpu_moe)) if cpu_moe else None, lora=lora, multimodal=multimodal,
+        n_cpu_moe=int(str(cpu_moe)) if cpu_moe else None,
+        offload=tuple(offload_argv(engine, offload)),
+        no_kv_offload=bool(own.get("no_kv_offload")),
+        lora=lora, multimodal=multimodal,
         speculative=None if speculative is None else speculative.model_copy(update={
             "draft_spec": None, "acceptance": None,
             "draft": model_path(speculative.draft)[0] if speculative.draft else None}))
@@ -68,6 +73,14 @@ def plan_lines(engine: ServingEngine, reference: str, *, tp: int, pp: int, ep: i
     if any(line.server and _reads_as(line) != engine.name for line in lines):
         return []
     return lines
+
+
+def offload_argv(engine: ServingEngine, offload: Offload | None) -> list[str]:
+    """The engine's own flags for `offload` (none when nothing is asked)."""
+    if offload is None or not offload.active:
+        return []
+    rules = engine.offload_rules()
+    return rules.argv(offload) if rules is not None else []
 
 
 def _reads_as(line: LaunchLine) -> str | None:
@@ -102,6 +115,7 @@ def with_launch_lines(result: PlacementResult, request: PlacementRequest,
             memory_fraction=request.gpu_memory_utilization,
             kv_dtype=request.kv_dtype, quantization="fp8" if request.dtype == "fp8" else None,
             flags=dict(request.engine_flags), speculative=request.speculative,
-            lora=request.lora, multimodal=request.multimodal)
+            lora=request.lora, multimodal=request.multimodal,
+            offload=request.offload)
         plans.append(plan.model_copy(update={"launch": [line.text() for line in lines]}))
     return result.model_copy(update={"plans": plans})

@@ -32,6 +32,18 @@ def launch_tables(result: LaunchResult, units: UnitSystem) -> list[Table | Text]
                       "—" if total is None else f"×{plan.engines} {total:,.2f}"
                       if plan.engines > 1 else f"{total:,.2f}")
         parts.append(table)
+        if plan.host is not None and plan.host.total_bytes:
+            h = plan.host
+            parts.append(Text(f"host RAM {format_bytes(h.total_bytes, units)}: weights "
+                              f"{format_bytes(h.weight_bytes, units)}, KV "
+                              f"{format_bytes(h.kv_bytes, units)}, compute "
+                              f"{format_bytes(h.compute_bytes, units)}"))
+        if plan.tiers is not None:
+            from llm_inventory.render.tiers import tiers_note
+
+            note = tiers_note(1, plan, units)
+            if note is not None:
+                parts.append(Text(note.removeprefix("1. ")))
         if d.state_slots is not None:
             from llm_inventory.render.placement import state_slots_note
 

@@ -10,6 +10,7 @@ from rich.text import Text
 from llm_inventory.engine.placement import DeviceFit, PlacementResult, Plan
 from llm_inventory.engine.placement.models import WouldFit
 from llm_inventory.render.fit import Diagnostic, Footnote, Table
+from llm_inventory.render.tiers import tier_bars, tiers_note
 from llm_inventory.units import UnitSystem, format_bytes
 
 
@@ -117,6 +118,9 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
                          f"weights {format_bytes(h.weight_bytes, units)}, KV "
                          f"{format_bytes(h.kv_bytes, units)}, compute "
                          f"{format_bytes(h.compute_bytes, units)}")
+        tiers = tiers_note(index, plan, units)
+        if tiers is not None:
+            notes.append(tiers)
         if d is not None and d.state_slots is not None:
             notes.append(f"{index}. " + state_slots_note(d, plan.max_concurrency,
                                                          result.context, units))
@@ -191,6 +195,9 @@ def placement_tables(result: PlacementResult, units: UnitSystem,
     bars = _memory(result, shown)
     if bars is not None:
         parts.append(bars)
+    tier_table = tier_bars([(f"{i}. {_split(p)}", p) for i, p in enumerate(shown, start=1)])
+    if tier_table is not None:
+        parts.append(tier_table)
     if result.trust:
         parts.append(Text("trust: " + "; ".join(f"{group.replace('_', ' ')} {t.label()}"
                                                 for group, t in result.trust.items()),

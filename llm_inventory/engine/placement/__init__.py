@@ -273,6 +273,23 @@ def _groups(facts: ModelFacts, request: PlacementRequest, cal: Calibration,
                                f"fitted on published {cal.engine} measurements"),
         "timing_bound": bound_trust("datasheet peak FLOP/s, memory and link bandwidth at "
                                     "100 % (timing.roofline_*)"),
+        **_tiers_trust(facts, request),
+    }
+
+
+def _tiers_trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
+    """With offload asked: the tiers' bytes follow the engine's rules; the host link's time
+    is bytes over the link's peak, an estimate (none without offload)."""
+    if not request.offload.active:
+        return {}
+    from llm_inventory.engine.trust import estimate
+
+    return {
+        "tiers": engine_rule(f"{facts.engine.label}'s offload rules (weights moved up to the "
+                             "limit, short of it by at most one tensor; host KV as the engine "
+                             "sizes it; LMCache's tokens estimated)"),
+        "tiers_time": estimate("bytes over the host link's peak bandwidth (weights every "
+                               "forward, a prefix reload before the first token)"),
     }
 
 

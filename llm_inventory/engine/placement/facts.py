@@ -18,6 +18,7 @@ from llm_inventory.engine.lora import LoraRule
 from llm_inventory.engine.mm_budget import MmFigures, MmRule
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.placement.models import PlacementRequest
+from llm_inventory.engine.placement.tiers import rules as offload_rules
 from llm_inventory.engine.serving import ServingEngine
 from llm_inventory.engine.serving import get as get_engine
 from llm_inventory.engine.serving.base import (
@@ -358,6 +359,7 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
     if not device.runs(engine.name):
         raise InputError("engine", f"{engine.name} does not run on {device.name}; engines "
                          f"that do: {', '.join(device.engines)}")
+    offload_rules(engine, request.offload)  # InputError for offload the engine cannot do
     weight_dtype, quant = weight_dtypes(spec, request.dtype)
     own = engine.kv_dtype_word(request.kv_dtype) if request.kv_dtype else None
     if own is not None:  # the engine's own cache type: its flags ask for it (flags given win)

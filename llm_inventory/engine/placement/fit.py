@@ -9,10 +9,12 @@ at the context fits and every engine together holds the workload's concurrency.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llm_inventory.engine.placement.candidates import Shape
 from llm_inventory.engine.placement.facts import ModelFacts
+from llm_inventory.engine.placement.tiers import Tiers, sized_tiers
+from llm_inventory.engine.placement.tiers import moved as offloaded
 from llm_inventory.engine.serving.base import Occupied, PoolLayout, ReserveEstimate
 
 
@@ -37,6 +39,8 @@ class Sized:
     others: int = 0  # bytes other processes hold on the busiest device the plan uses
     refused: str | None = None  # the engine's start-up error on that device, if any
     lora: list[int] | None = None  # LoRA adapter buffers per stage (None: LoRA off)
+    moved: list[int] = field(default_factory=list)  # weights each stage's rank moves to host
+    tiers: Tiers | None = None  # with offload asked: GPU, host and disk bytes (tiers.py)
 
     @property
     def legal(self) -> bool:
@@ -112,6 +116,9 @@ def size(facts: ModelFacts, shape: Shape, reasons: list[str], warnings: list[str
     """Memory of every stage of `shape`, the binding stage, and whether the workload fits."""
     tp, pp, ep = shape.tp, shape.pp, shape.ep
     weights = facts.stage_weights(tp, pp, ep)
+    moved = offloaded(facts, tp, pp, ep, weights)  # [] unless offload moves weights
+    if moved:
+        weights = [w - m for w, m in zip(weights, moved, strict=True)]
     ranges = facts.ranges(pp)
     reserves = [facts.reserve(tp, pp, ep, index) for index in range(len(ranges))]
     lora = _lora(facts, tp, pp, ep, len(ranges))
@@ -139,7 +146,10 @@ def size(facts: ModelFacts, shape: Shape, reasons: list[str], warnings: list[str
                   fits=False,
                   experts_per_rank=facts.expert_counts(ep) if facts.experts and ep > 1
                   else None, others=others,
-                  refused=occupied.error if occupied is not None else None, lora=lora)
+                  refused=occupied.error if occupied is not None else None, moved=moved,
+                  lora=lora)
+    if facts.request.offload.active:
+        sized.tiers = sized_tiers(facts, sized)
     sized.fits = fits(facts, sized)
     return sized
 
@@ -155,6 +165,8 @@ def _lora(facts: ModelFacts, tp: int, pp: int, ep: int, stages: int) -> list[int
 
 def fits(facts: ModelFacts, sized: Sized) -> bool:
     if sized.reasons or sized.dp < 1 or sized.refused or not all(p > 0 for p in sized.pools):
+        return False
+    if sized.tiers is not None and sized.tiers.host_fits is False:
         return False
     if not facts.state or sized.concurrency is None:
         return True
@@ -172,7 +184,10 @@ def variant(facts: ModelFacts, base: Sized, kind: str) -> Sized:
                  warnings=list(base.warnings), weights=base.weights, reserves=base.reserves,
                  layouts=base.layouts, measures=base.measures, pools=base.pools,
                  ranges=base.ranges, binding=base.binding, concurrency=base.concurrency,
-                 fits=False, experts_per_rank=base.experts_per_rank, lora=base.lora)
+                 fits=False, experts_per_rank=base.experts_per_rank, moved=base.moved,
+                 lora=base.lora)
+    if facts.request.offload.active:  # its own devices on a node: its own host memory
+        copy.tiers = sized_tiers(facts, copy)
     copy.fits = fits(facts, copy)
     return copy
 
@@ -187,6 +202,12 @@ def why_not(facts: ModelFacts, sized: Sized) -> str | None:
         return f"the engine stops at start-up: {sized.refused}"
     if any(p <= 0 for p in sized.pools):
         return "the weights leave no room for the KV cache"
+    t = sized.tiers
+    if t is not None and t.host_fits is False and t.host_memory_bytes is not None:
+        from llm_inventory.units import format_bytes
+
+        return (f"a node's host memory ({format_bytes(t.host_memory_bytes)}) cannot hold the "
+                f"{format_bytes(t.host_bytes_per_node)} of weights and KV offloaded to it")
     if sized.concurrency is not None and sized.concurrency < 1:
         return "one request at the context does not fit"
     total = sized.total_concurrency or 0.0

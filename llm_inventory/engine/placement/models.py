@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_inventory.engine.lora import LoraFigures, LoraRequest
 from llm_inventory.engine.mm_budget import MmFigures, MultimodalRequest
+from llm_inventory.engine.offload import Offload
+from llm_inventory.engine.placement.tiers import Tiers
 from llm_inventory.engine.roofline import Efficiency, Timing
 from llm_inventory.engine.serving.base import FlagValue, ReserveEstimate
 from llm_inventory.engine.speculative import Speculative, SpeculativeFit
@@ -78,6 +80,8 @@ class PlacementRequest(BaseModel):
     lora: LoraRequest | None = None
     # multimodal limits (`engine/mm_budget.py`); None: the engine's defaults for a VLM
     multimodal: MultimodalRequest | None = None
+    # weights and KV kept off the GPU: host memory, disk (engine/offload.py; off by default)
+    offload: Offload = Offload()
 
 
 class StageFit(BaseModel):
@@ -161,6 +165,7 @@ class Plan(BaseModel):
     startup: list[str] = Field(default_factory=list)  # the engine's lines, binding worker
     startup_error: str | None = None  # the error the engine stops with at start-up, if any
     host: HostFit | None = None  # engines that keep layers in host RAM (llama.cpp)
+    tiers: Tiers | None = None  # with offload asked: GPU, host and disk bytes (tiers.py)
     # with --launch: the lines that start one replica, in the engine's own flags (a P/D
     # plan: both pools and the router); empty when asked for none or the engine cannot say it
     launch: list[str] = Field(default_factory=list)

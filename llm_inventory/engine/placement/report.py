@@ -18,6 +18,7 @@ from llm_inventory.engine.placement.models import (
     StageFit,
     WidthSummary,
 )
+from llm_inventory.engine.placement.tiers import with_tiers
 from llm_inventory.engine.roofline import Timing, roofline
 from llm_inventory.engine.serving.base import KvCapacity, KvLayer, PoolLayout, StartupContext
 from llm_inventory.engine.serving.paged import longest_context
@@ -88,6 +89,11 @@ class Reporter:
             warnings.append(fallback)
         timing = self.timing(sized) if sized.legal and all(p > 0 for p in sized.pools) \
             else None
+        tiers = sized.tiers
+        timing = with_tiers(timing, tiers, shape.devices,
+                            facts.settings.max_num_batched_tokens)
+        if tiers is not None:
+            warnings += tiers.warnings
         handover = self.handover() if shape.disaggregation == "prefill/decode" else None
         concurrency = sized.concurrency
         speculative = speculative_fit(facts, shape.tp, shape.ep, cap.bytes_per_token,
@@ -144,11 +150,13 @@ class Reporter:
             experts_per_rank=sized.experts_per_rank,
             kv_handover_bytes=handover,
             timing=timing,
-            startup=features.with_startup(self.startup_lines(sized, report.lines))
-            if report is not None else [],
+            startup=(features.with_startup(self.startup_lines(sized, report.lines))
+                     if report is not None else [])
+            + (tiers.startup if tiers is not None else []),
             startup_error=sized.refused or (report.error if report is not None else None),
             host=self.host(sized),
             speculative=speculative,
+            tiers=tiers,
         )
 
     def startup_lines(self, sized: Sized, binding: list[str]) -> list[str]:
@@ -167,9 +175,13 @@ class Reporter:
         share = facts.engine.host_share(facts.layout, sized.ranges,
                                         facts.stage_shape(shape.tp, shape.pp, shape.ep, 0),
                                         facts.settings)
-        if share is None or not len(share[0]):
+        if share is None:
             return None
-        return facts.pool_layout(1, share[0].start, share[0].stop)
+        cached = facts.engine.host_kv_layers(share[0], facts.layers, facts.settings)
+        if not len(cached):
+            return None
+        return facts.engine.host_pool_layout(facts.kv_layers(1, cached.start, cached.stop),
+                                             facts.settings)
 
     def host(self, sized: Sized) -> HostFit | None:
         """What the engine keeps in host RAM for this plan (None: nothing)."""
@@ -182,9 +194,11 @@ class Reporter:
             return None
         layers, weights, compute = share
         kv = 0
-        if len(layers):
+        cached = facts.engine.host_kv_layers(layers, facts.layers, facts.settings)
+        if len(cached):
             # the host holds what its layers' caches take, whatever the room
-            kv = facts.pool_layout(1, layers.start, layers.stop).allocated(2**62)
+            kv = facts.engine.host_pool_layout(facts.kv_layers(1, cached.start, cached.stop),
+                                               facts.settings).allocated(2**62)
         return HostFit(layers=len(layers), weight_bytes=weights, kv_bytes=kv,
                        compute_bytes=compute, total_bytes=weights + kv + compute)
 

@@ -107,7 +107,8 @@ class Evaluator:
             context=request.context or lengths.longest, tp=request.tp, pp=request.pp,
             ep=request.ep, dtype=request.dtype, kv_dtype=request.kv_dtype, limit=None,
             calibration=cal, speculative=request.speculative,
-            lora=request.lora, multimodal=request.multimodal)
+            lora=request.lora, multimodal=request.multimodal,
+            offload=request.offload)
         self.placed = plan_placement(spec, self.placement_request)
         self.facts: ModelFacts = model_facts(spec, self.placement_request)
         self.chunk = self.facts.settings.max_num_batched_tokens
@@ -296,6 +297,11 @@ def _plain(ev: Evaluator, plan: Plan, request: RecommendRequest,
             extra = ev.encoder_s
         else:
             extra = ev.encoder_s / p.group
+    if plan.tiers is not None and plan.tiers.reload_s:  # a prefix reloaded from the host
+        extra += plan.tiers.reload_s
+        notes.append(f"TTFT includes {plan.tiers.reload_s * 1e3:,.1f} ms reloading "
+                      f"{plan.tiers.reload_tokens:,} prefix tokens from the host tier "
+                      "(estimate)")
     op, points = _choose_batch(ev, p, limit, request, extra)
     per_gpu_rep = plan.devices_per_replica
     for pt in points:
@@ -442,7 +448,7 @@ def _finish(ev: Evaluator, plan: Plan, request: RecommendRequest, *, replicas: i
         tokens_per_s_per_replica=tokens / max(1, replicas),
         tokens_per_s_per_user=1 / point.tpot.p50 if point.tpot.p50 else 0.0,
         cost=_cost(request, ev.device, gpus, tokens), energy_per_hour=energy,
-        saturated=saturated, notes=notes)
+        saturated=saturated, notes=notes, tiers=plan.tiers)
 
 
 def _order(plans: list[RecommendedPlan], objective: str, percentile: str) -> \
@@ -542,6 +548,10 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
     cal = request.calibration or default_calibration()
     lengths = _lengths(request)
     _check(spec, request, lengths)
+    if request.offload.weight_bytes:
+        raise InputError("cpu_offload_gb", "recommend's step times read every weight from the "
+                         "device; size weights moved to host memory with `placement "
+                         "--cpu-offload-gb`")
     plans: list[RecommendedPlan] = []
     pareto: list[ParetoPoint] = []
     evaluators: dict[tuple[str, str], Evaluator] = {}

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from llm_inventory.engine.capacity import CapacityPoint as CapacityPoint
 from llm_inventory.engine.lora import LoraRequest
 from llm_inventory.engine.mm_budget import MultimodalRequest
+from llm_inventory.engine.offload import Offload
+from llm_inventory.engine.placement.tiers import Tiers
 from llm_inventory.engine.speculative import Speculative
 from llm_inventory.engine.timing.calibration import Calibration
 from llm_inventory.engine.trust import Trust
@@ -99,6 +101,10 @@ class RecommendRequest(BaseModel):
     # serving features, as placement takes them (`engine/lora.py`, `engine/mm_budget.py`)
     lora: LoraRequest | None = None
     multimodal: MultimodalRequest | None = None
+    # KV tiers below the GPU and the prefix each request reloads from them (engine/offload.py;
+    # weights moved to host memory are placement's alone: recommend's step times read them
+    # from the device)
+    offload: Offload = Offload()
 
 
 class Cost(BaseModel):
@@ -165,6 +171,7 @@ class RecommendedPlan(BaseModel):
     handoff_limit_bytes_per_s: float | None = None  # what the links carry
     saturated: bool = False
     notes: list[str] = Field(default_factory=list)
+    tiers: Tiers | None = None  # with a KV tier asked: GPU, host and disk bytes (tiers.py)
 
 
 class ParetoPoint(BaseModel):

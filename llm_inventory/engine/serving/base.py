@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llm_inventory.engine import kinds
 from llm_inventory.engine.lora import LoraRequest
 from llm_inventory.engine.mm_budget import MultimodalRequest
+from llm_inventory.engine.offload import Offload, OffloadRules
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
 from llm_inventory.engine.speculative import Speculative
 from llm_inventory.engine.state import StateLayer, layer_dtype
@@ -127,6 +128,7 @@ class LaunchCommand(BaseModel):
     speculative: Speculative | None = None  # speculative decoding asked (draft not loaded)
     lora: LoraRequest | None = None  # LoRA adapter buffers asked for (`engine/lora.py`)
     multimodal: MultimodalRequest | None = None  # multimodal limits (`engine/mm_budget.py`)
+    offload: Offload | None = None  # weights and KV kept off the GPU (engine/offload.py)
 
 
 class ReserveEstimate(BaseModel):
@@ -423,6 +425,17 @@ class ServingEngine(ABC):
         stages' `ranges` (None: nothing)."""
         return None
 
+    def host_kv_layers(self, host_layers: range, model_layers: int,
+                       settings: EngineSettings) -> range:
+        """The layers whose caches live in host RAM (by default those of the layers kept
+        there; llama.cpp's -nkvo keeps every layer's)."""
+        return host_layers
+
+    def host_pool_layout(self, layers: Sequence[KvLayer],
+                         settings: EngineSettings) -> PoolLayout:
+        """How the caches kept in host RAM are laid out (by default as a device's)."""
+        return self.pool_layout(layers, settings)
+
     def plan_startup_lines(self, capacities: Sequence[KvCapacity],
                            layouts: Sequence[PoolLayout], pools: Sequence[int], binding: int,
                            settings: EngineSettings,
@@ -575,6 +588,10 @@ class ServingEngine(ABC):
         """`settings` with the engine's default memory fraction scaled by `factor` for a
         vision tower (an engine whose `mm_rule` scales its fraction overrides this)."""
         return settings
+    def offload_rules(self) -> OffloadRules | None:
+        """How the engine moves weights and KV off the GPU (`engine/offload.py`; None: not
+        modelled, and placement refuses offload settings for it)."""
+        return None
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);

@@ -49,6 +49,8 @@ class LaunchPlan:
     speculative: Speculative | None = None
     lora: LoraRequest | None = None  # LoRA adapter buffers (`engine/lora.py`)
     multimodal: MultimodalRequest | None = None  # multimodal limits (`engine/mm_budget.py`)
+    offload: tuple[str, ...] = ()  # the engine's own offload flags (engine/offload.py)
+    no_kv_offload: bool = False  # llama.cpp -nkvo: every layer's caches in host memory
 
     @property
     def attention_dp(self) -> int:

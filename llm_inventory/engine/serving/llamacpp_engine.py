@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from llm_inventory.bounds import SIZE, number
@@ -77,7 +78,7 @@ ALL = -1  # n_gpu_layers: every layer
 FLAGS = ("ctx_size", "n_gpu_layers", "cache_type_k", "cache_type_v", "parallel",
          "ubatch_size", "batch_size", "flash_attn", "swa_full", "n_cpu_moe", "tensor_split",
          "split_mode", "kv_unified", "mla_use", "fit", "fit_target", "fit_ctx",
-         "context_left_out")
+         "context_left_out", "no_kv_offload")
 
 
 def _f32(x: float) -> float:
@@ -154,6 +155,8 @@ class LlamaCpp(ServingEngine):
          "src/llama-model.cpp llama_model::load_tensors; common/arg.cpp"),
         ("compute buffers: worst-case graph at n_ubatch (estimate: logits, score matrix, "
          "MLP activations)", "src/llama-context.cpp llama_context::graph_reserve"),
+        ("-nkvo: every layer's K and V in one CPU buffer, none on the GPUs",
+         "src/llama-kv-cache.cpp llama_kv_cache::llama_kv_cache (offload ? dev_layer : cpu)"),
         ("--fit (on from the b7880 era): a context the command leaves out is lowered to the "
          "longest that leaves --fit-target (1024 MiB) free, not below --fit-ctx (4096); "
          "-c N and -c 0 are kept; its layer moves to the CPU are not modelled",
@@ -163,9 +166,12 @@ class LlamaCpp(ServingEngine):
     disaggregates = False
 
     def estimate_note(self, settings: EngineSettings) -> str | None:
+        nkvo = ("; with -nkvo the caches are in host memory and attention runs on the CPU, "
+                "which the timing does not model") if settings.flags.get("no_kv_offload") else ""
         return ("weights and KV bytes are exact (llama.cpp allocates what the context asks); "
                 "the compute buffers (worst-case graph at "
-                f"{settings.flags['ubatch_size']} tokens) and the CUDA context are estimates")
+                f"{settings.flags['ubatch_size']} tokens) and the CUDA context are "
+                f"estimates{nkvo}")
 
     programs: ClassVar[tuple[tuple[str, ...], ...]] = (
         ("llama-server",), ("./llama-server",), ("llama-cli",), ("./llama-cli",),
@@ -198,6 +204,7 @@ class LlamaCpp(ServingEngine):
             # the command line gives no -c (set by `parse_llamacpp`): the context --fit may
             # lower; placement's --context is a -c
             "context_left_out": False,
+            "no_kv_offload": False,  # -nkvo: every layer's caches in host memory
         }
 
     # --- settings -------------------------------------------------------------------------
@@ -242,6 +249,7 @@ class LlamaCpp(ServingEngine):
                     "ctx_size", "mla_use", "fit_ctx"):
             flags[key] = _integer(flags[key], key)
         flags["fit"] = _on_off(flags["fit"], "fit")
+        flags["no_kv_offload"] = _on_off(flags["no_kv_offload"], "no_kv_offload")
         flags["fit_target"] = _fit_target(flags["fit_target"])
         # --fit lowers only the context the command leaves out (`-c 0` asks for the full
         # context: fit_params_min_ctx = UINT32_MAX, common/arg.cpp)
@@ -327,6 +335,18 @@ class LlamaCpp(ServingEngine):
             for run in layers)
 
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
+        pool = kv.cell_pool(layers, self.resolved(settings.flags))
+        # -nkvo (`offload_kqv` false): llama_kv_cache puts every layer's K and V in a CPU
+        # buffer (src/llama-kv-cache.cpp, `offload ? dev_layer(il) : cpu`), so a GPU
+        # holds none of them and its room does not bound them
+        return replace(pool, on_host=True) if settings.flags.get("no_kv_offload") else pool
+
+    def host_kv_layers(self, host_layers: range, model_layers: int,
+                       settings: EngineSettings) -> range:
+        return range(0, model_layers) if settings.flags.get("no_kv_offload") else host_layers
+
+    def host_pool_layout(self, layers: Sequence[KvLayer],
+                         settings: EngineSettings) -> PoolLayout:
         return kv.cell_pool(layers, self.resolved(settings.flags))
 
     # --- where layers and tensors go ------------------------------------------------------
@@ -509,7 +529,7 @@ class LlamaCpp(ServingEngine):
         if isinstance(host, kv.CellPool):
             devices.append(("CPU", host))
         for index, layout in enumerate(layouts):
-            if isinstance(layout, kv.CellPool) and layout.modules:
+            if isinstance(layout, kv.CellPool) and layout.modules and not layout.on_host:
                 devices.append((f"CUDA{index}", layout))
         return kv_lines(self, devices, settings)
 
@@ -644,6 +664,7 @@ _OPTIONS: dict[str, tuple[str, bool]] = {
     "-ngld": ("gpu_layers_draft", True), "--gpu-layers-draft": ("gpu_layers_draft", True),
     "--n-gpu-layers-draft": ("gpu_layers_draft", True),
     "-cd": ("ctx_size_draft", True), "--ctx-size-draft": ("ctx_size_draft", True),
+    "-nkvo": ("no_kv_offload", False), "--no-kv-offload": ("no_kv_offload", False),
 }
 _FA_VALUES = ("on", "off", "auto", "1", "0", "true", "false")
 
@@ -670,6 +691,8 @@ def _typed_flags(values: dict[str, FlagValue]) -> dict[str, FlagValue]:
         flags["flash_attn"] = fa
     if values.get("swa_full"):
         flags["swa_full"] = True
+    if values.get("no_kv_offload"):
+        flags["no_kv_offload"] = True
     if values.get("cpu_moe"):
         flags["n_cpu_moe"] = 10**6
     if "tensor_split" in values:

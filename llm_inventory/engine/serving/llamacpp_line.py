@@ -3,7 +3,8 @@
 -m FILE.gguf (or -hf REPO for a Hub id); --ctx-size is the context times the --parallel
 slots (each slot holds ctx ÷ parallel cells without --kv-unified), or the context alone
 when the slot count is its own (llama-server then unifies the cache); -ngl the layers on the
-GPUs (999: all); --n-cpu-moe the first layers whose experts stay in host memory; more than
+GPUs (999: all); --n-cpu-moe the first layers whose experts stay in host memory; -nkvo
+every layer's caches in host memory; more than
 one GPU is a layer split (`-sm layer`, the default) with -ts giving each an even share;
 --batch-size the logical batch; -ctk/-ctv the cache types (q8_0, q4_0, … or f16).
 No prefill/decode split: llama-server has none.
@@ -34,6 +35,8 @@ def write(p: LaunchPlan) -> list[LaunchLine]:
     args += ["-ngl", str(ALL_LAYERS if p.n_gpu_layers is None else p.n_gpu_layers)]
     if p.n_cpu_moe:
         args += ["--n-cpu-moe", str(p.n_cpu_moe)]
+    if p.no_kv_offload:
+        args.append("-nkvo")
     if p.pp > 1:
         args += ["-ts", ",".join("1" for _ in range(p.pp))]
     args += ["--batch-size", str(p.max_num_batched_tokens)]

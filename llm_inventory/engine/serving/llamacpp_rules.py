@@ -164,6 +164,9 @@ class CellPool(PoolLayout):
     per_token: int  # what one more token of one sequence costs on the device
     layers: tuple[KvLayer, ...] = ()
     resolved: Resolved | None = None
+    # `-nkvo`: the caches of this device's layers live in host memory, so the device's
+    # room does not bound them and the device allocates none of them
+    on_host: bool = False
 
     @property
     def total(self) -> int:
@@ -171,7 +174,7 @@ class CellPool(PoolLayout):
 
     def measure(self, pool_bytes: int) -> tuple[int, int, float]:
         """(cells, tokens, sequences held at their context): every stream holds one."""
-        if not self.modules or pool_bytes < self.total:
+        if not self.modules or (pool_bytes < self.total and not self.on_host):
             return 0, 0, 0.0
         streams = max(cache.streams for cache in self.modules)
         tokens = self.cells * streams
@@ -185,7 +188,8 @@ class CellPool(PoolLayout):
         return KvCapacity(blocks=cells, tokens=tokens, max_concurrency=concurrency,
                           bytes_per_token=self.per_token, groups=len(self.modules),
                           request_blocks=self.context, page_bytes=self.page,
-                          fixed_bytes_per_request=self.fixed, kv_bytes=self.total,
+                          fixed_bytes_per_request=self.fixed,
+                          kv_bytes=0 if self.on_host else self.total,
                           longest_context=longest)
 
     def longest(self, pool_bytes: int) -> int:
@@ -210,6 +214,8 @@ class CellPool(PoolLayout):
 
     def allocated(self, pool_bytes: int) -> int:
         """The caches' bytes when the room holds them, else nothing (the allocation fails)."""
+        if self.on_host:
+            return 0
         return self.total if self.modules and pool_bytes >= self.total else 0
 
 

@@ -51,7 +51,7 @@ def server_argv(p: LaunchPlan) -> list[str]:
         args += sglang_args(p.speculative)
     from llm_inventory.engine.serving.feature_flags import SGLANG, feature_args
 
-    return args + feature_args(SGLANG, p.lora, p.multimodal)
+    return [*args, *feature_args(SGLANG, p.lora, p.multimodal), *p.offload]
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from llm_inventory.bounds import RAW_NUMBER, number
+from llm_inventory.engine.offload import OffloadRules
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     FlagValue,
@@ -59,6 +60,7 @@ from llm_inventory.engine.serving.base import (
 )
 from llm_inventory.engine.serving.feature_rules import SGLANG_LORA, SGLANG_MM
 from llm_inventory.engine.serving.launch_line import LaunchLine, LaunchPlan
+from llm_inventory.engine.serving.sglang_offload import SglangOffload
 from llm_inventory.engine.serving.speculative_launch import SGLANG_FLAGS, sglang_read
 from llm_inventory.engine.speculative import Speculative
 from llm_inventory.errors import InputError
@@ -363,6 +365,7 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
     ignored: list[str] = []
     dp_attention = False
     speculative: dict[str, str] = {}
+    offload: dict[str, str | None] = {}  # sglang_offload.py reads them
     args = list(argv)
     if args and not args[0].startswith("-"):
         fields["model"] = args.pop(0)
@@ -411,7 +414,12 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             speculative[option] = value
             understood.append(f"{option} {value}")
             continue
-        if option not in _VALUE_OPTIONS:
+        if option in SglangOffload.options and not SglangOffload.options[option] and not eq:
+            offload[option] = None
+            understood.append(option)
+            i += 1
+            continue
+        if option not in _VALUE_OPTIONS and option not in SglangOffload.options:
             if not arg.startswith("-"):
                 raise InputError("launch", f"unexpected argument {arg!r} (SGLang takes the "
                                  "model as --model-path)")
@@ -427,8 +435,11 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
             raise InputError("launch", f"{option} needs a value")
         if not value:
             raise InputError("launch", f"{option} needs a value")
-        target = _VALUE_OPTIONS[option]
         understood.append(f"{option} {value}")
+        if option in SglangOffload.options:
+            offload[option] = value
+            continue
+        target = _VALUE_OPTIONS[option]
         if target.startswith("="):
             name = target[1:]
             if name in _INT_FIELDS:
@@ -467,6 +478,9 @@ def parse_sglang_argv(argv: list[str]) -> LaunchCommand:
         fields["speculative"] = sglang_read(speculative)
     fields.update(features.fields())
     understood += features.texts
+    if offload:
+        fields["offload"] = SglangOffload().read(offload, int(str(fields.get("tp", 1)))
+                                                 * int(str(fields.get("pp", 1))))
     return LaunchCommand.model_validate({"engine": "sglang", **fields, "flags": flags,
                                          "understood": understood, "ignored": ignored})
 
@@ -737,6 +751,11 @@ class SglangEngine(ServingEngine):
         return settings.model_copy(update={"speculative_tokens_per_request": k + k + 1})
 
     # --- its own words -----------------------------------------------------------------
+
+    def offload_rules(self) -> OffloadRules | None:
+        from llm_inventory.engine.serving.sglang_offload import SglangOffload
+
+        return SglangOffload()
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_sglang_argv(argv)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, ClassVar
 from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.engine.lora import LoraRule
 from llm_inventory.engine.mm_budget import MmRule
+from llm_inventory.engine.offload import OffloadRules
 from llm_inventory.engine.serving.base import (
     EngineSettings,
     ExpertPadding,
@@ -244,6 +245,11 @@ class VllmV1(ServingEngine):
             flags=flags,
             dtype=asked.dtype,
         )
+
+    def offload_rules(self) -> OffloadRules | None:
+        from llm_inventory.engine.serving.vllm_offload import VllmOffload
+
+        return VllmOffload(self.version)
 
     def parse_launch(self, argv: list[str]) -> LaunchCommand:
         return parse_vllm(argv)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from llm_inventory.bounds import SIZE, number
 from llm_inventory.engine.serving.base import FlagValue, LaunchCommand
+from llm_inventory.engine.serving.vllm_offload import VllmOffload
 from llm_inventory.errors import InputError
 from llm_inventory.units import normalize_dtype, parse_fraction, parse_tokens
 
@@ -80,7 +81,7 @@ def _kv_dtype(text: str) -> str | None:
 # speculative decoding (engine/serving/speculative_launch.py reads them)
 SPECULATIVE_FLAGS = ("--speculative-config", "--speculative-model", "--num-speculative-tokens",
                      "--speculative-draft-tensor-parallel-size")
-READ_FLAGS = ("--model", "--tensor-parallel-size", "--pipeline-parallel-size",
+READ_FLAGS = (*VllmOffload.options, "--model", "--tensor-parallel-size", "--pipeline-parallel-size",
               "--data-parallel-size", "--enable-expert-parallel", "--max-model-len",
               "--gpu-memory-utilization", "--max-num-batched-tokens", "--max-num-seqs",
               "--block-size", "--kv-cache-dtype", "--dtype", "--quantization", "--swap-space",
@@ -162,6 +163,7 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
     from llm_inventory.engine.serving.feature_flags import VLLM, FeatureReader
 
     features = FeatureReader(VLLM)
+    offload: dict[str, str | None] = {}  # vllm_offload.py reads them
     for name, value in split_args(argv):
         if not name and features.take_word(str(value)):
             continue
@@ -231,6 +233,11 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
             flags[flag] = on
         elif name in SPECULATIVE_FLAGS:  # read together once all are known
             speculative[name] = need()
+        elif name in VllmOffload.options:
+            offload[name] = need()
+        elif name == "--kv-transfer-config" and any(
+                c in (value or "") for c in VllmOffload.connectors):
+            offload[name] = need()
         else:
             misspelt(name)
             ignored.append(name if value is None else f"{name} {value}")
@@ -252,6 +259,9 @@ def parse_vllm(argv: list[str]) -> LaunchCommand:
         understood += features.texts
     else:  # LoRA flags without --enable-lora: vLLM makes no LoRA config of them
         ignored += features.texts
+    if offload:
+        fields["offload"] = VllmOffload().read(
+            offload, int(str(fields.get("tp", 1))) * int(str(fields.get("pp", 1))))
     return LaunchCommand.model_validate({"engine": "vllm", "model": model, "flags": flags,
                                          "understood": understood, "ignored": ignored,
                                          **fields})

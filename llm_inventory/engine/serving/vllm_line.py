@@ -41,7 +41,7 @@ def server_argv(p: LaunchPlan) -> list[str]:
         args += vllm_args(p.speculative)
     from llm_inventory.engine.serving.feature_flags import VLLM, feature_args
 
-    return args + feature_args(VLLM, p.lora, p.multimodal)
+    return [*args, *feature_args(VLLM, p.lora, p.multimodal), *p.offload]
 
 
 def write(p: LaunchPlan) -> list[LaunchLine]:
