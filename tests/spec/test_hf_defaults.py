@@ -21,7 +21,7 @@ from tests.reference import DATA
 REFERENCES = DATA / "transformers-defaults"
 FOLDER = resources.files("llm_inventory.data").joinpath("hf-defaults")
 FILES = sorted(e.name.removesuffix(".json") for e in FOLDER.iterdir() if e.name.endswith(".json"))
-SOURCE = re.compile(r"^transformers 5\.2[34]\.0 src/transformers/models/[a-z0-9_]+/"
+SOURCE = re.compile(r"^transformers 5\.2[345]\.0 src/transformers/models/[a-z0-9_]+/"
                     r"configuration_[a-z0-9_]+\.py$"
                     # A type transformers has no class for: the checkpoint's own code.
                     r"|^checkpoint code [\w.-]+/[\w.-]+ configuration_[a-z0-9_]+\.py: .+$")
@@ -93,7 +93,9 @@ def test_every_registered_type_and_no_other_file_is_top_level() -> None:
         for p in (DATA / "more-configs").glob("transformers-defaults--*.json")} | {
         p.stem for p in YEAR_2026.glob("*.json")} | {
         p.stem.removeprefix("transformers-defaults--")
-        for p in (DATA / "configs-2026-dense").glob("transformers-defaults--*.json")} | set(
+        for p in (DATA / "configs-2026-dense").glob("transformers-defaults--*.json")} | {
+        p.stem.removeprefix("transformers-defaults--")
+        for p in (DATA / "configs-2026-frontier").glob("transformers-defaults--*.json")} | set(
         NO_CLASS)
     nested = {p.stem for p in (REFERENCES / "sub-configs").glob("*.json")}
     assert set(registry.MODELS) <= set(FILES)

@@ -44,6 +44,7 @@ SUPPORTED = [
     "gemma3_text",
     "gemma3n",
     "gemma4",
+    "gemma4_text",
     "glm4_moe",
     "glm4_moe_lite",
     "glm_moe_dsa",
@@ -78,6 +79,7 @@ SUPPORTED = [
     "ministral3",
     "mistral",
     "mistral3",
+    "mistral4",
     "mixtral",
     "mllama",
     "modernbert",
@@ -160,7 +162,7 @@ def _counted_types() -> set[str]:
             types.add(entry["model_type"])
             for folder in ("configs-2026", "configs-2026-more", "configs-2026-dense",
                            "configs-2026-checkpoint-code", "configs-2026-variants",
-                           "transformers-defaults-2026"):
+                           "transformers-defaults-2026", "configs-2026-frontier"):
                 path = DATA / folder / entry["file"]
                 text = json.loads(path.read_text()).get("text_config") if path.is_file() \
                     else None

@@ -60,6 +60,8 @@ PERTURBED = [
     "transformers-defaults-2026/glm4_moe_lite.json",
     "configs-2026-dense/transformers-defaults--gpt2.json",
     "more-configs/openai--whisper-base.json",
+    # Gemma 4's text model at the top level (transformers 5.25's Gemma4ForCausalLM)
+    "configs-2026-frontier/transformers-defaults--gemma4_text.json",
 ]
 
 
