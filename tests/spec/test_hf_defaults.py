@@ -32,7 +32,9 @@ CHECKPOINT_SOURCE = re.compile(r"^checkpoint code github [\w.-]+/[\w.-]+ @[0-9a-
 NO_CLASS = {"nemotron-nas": DATA / "configs-2026" / "Llama-3_3-Nemotron-Super-49B-v1.json",
             # MiniMaxM3VLTextConfig reads the hub file's keys under other names
             # (sparse_attention_config, moe_layer_freq): the real file stands in.
-            "minimax_m3": DATA / "configs-2026" / "MiniMax-M3.json"}
+            "minimax_m3": DATA / "configs-2026" / "MiniMax-M3.json",
+            # No class and no public configuration code: the real file stands in.
+            "kimi_k3": DATA / "configs-2026-checkpoint-listing" / "moonshotai--Kimi-K3.json"}
 YEAR_2026 = DATA / "transformers-defaults-2026"
 # Defaults to_dict() does not show as the class holds them, and why.
 NOT_IN_TO_DICT = {

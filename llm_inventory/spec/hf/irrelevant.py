@@ -170,6 +170,30 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "qkv_bias": "Qwen3MoeConfig reads attention_bias for the projection biases",
         "use_qk_norm": "Qwen3-MoE attention always has its q/k norms"},
     "qwen2_vl_vision": _QWEN_VL_VISION, "qwen2_5_vl_vision": _QWEN_VL_VISION,
+    # Kimi-K3 (no transformers class): each reason checked against the checkpoint's tensor
+    # listing, which the count matches (tests/data/configs-2026-checkpoint-listing).
+    "kimi_k3": {"image_placeholder": "the placeholder token's text, not its id or a row",
+                "ignore_index": "the loss's ignored label, no tensor"},
+    "kimi_k3_text": {
+        "activation_situ_beta": "a constant of the SiTU activation, no tensor",
+        "activation_situ_linear_beta": "a constant of the SiTU activation, no tensor",
+        "attn_res_block_size": "how many layers an attention-residual block spans: the "
+                               "checkpoint holds the residual norm and projection on every "
+                               "layer whatever it is",
+        "moe_renormalize": "a routing detail (top-k weights renormalised)",
+        "moe_router_activation_func": "the router's score function, no tensor",
+        "num_expert_group": "grouped routing, no tensor",
+        "use_grouped_topk": "grouped routing, no tensor",
+        **_MLA},
+    "kimi_k3_linear_attn": {"gate_lower_bound": "a clamp on the forget gate's values"},
+    "kimi_k3_vision": {
+        "activation_func": "the tower's activation, no tensor",
+        "merge_type": "how merged patches pool over video frames: no tensor (images merge "
+                      "by merge_kernel_size, which the builder reads)",
+        "pos_emb_interpolation_mode": "how the learned grid is resized to an image: no "
+                                      "tensor",
+        "projector_ln_eps": "an epsilon",
+        "_attn_implementation": "an attention kernel choice"},
 }
 
 # Mappings read whole by a helper that parses them (never a tower or a language model).

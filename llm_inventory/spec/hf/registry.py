@@ -128,6 +128,7 @@ ENCODER_MODELS: dict[str, Row] = {
 MULTIMODAL_MODELS: dict[str, Row] = {
     "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
     "kimi_k25": ("kimi", "kimi_k25", ("Kimi_K25ForConditionalGeneration",)),
+    "kimi_k3": ("kimi_k3", "kimi_k3", ()),  # no transformers class
     "gemma3n": ("gemma3n", "gemma3n", ("Gemma3nForConditionalGeneration",)),
     "gemma4": ("gemma4", "gemma4", ("Gemma4ForConditionalGeneration",)),
     "internvl": ("internvl", "internvl", ("InternVLForConditionalGeneration",)),
