@@ -111,6 +111,7 @@ SUPPORTED = [
     "seed_oss",
     "smollm3",
     "starcoder2",
+    "step3p5",
     "step3p7",
     "t5",
     "whisper",

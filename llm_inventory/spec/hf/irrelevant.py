@@ -186,6 +186,28 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "use_grouped_topk": "grouped routing, no tensor",
         **_MLA},
     "kimi_k3_linear_attn": {"gate_lower_bound": "a clamp on the forget gate's values"},
+    # Step3p7TextConfig (transformers 5.25 models/step3p7): keys of the hub files it has no
+    # field or attribute_map name for, so they size nothing.
+    "step3p5": {
+        "first_k_dense_replace": "not a Step3p7TextConfig field: dense layers come from "
+                                 "mlp_layer_types / moe_layers_enum, else layers 0-2",
+        "n_shared_experts": "Step3p7SparseMoeBlock builds one shared expert of "
+                            "share_expert_dim whatever it says",
+        "num_experts": "not one of Step3p7TextConfig's names for the expert count "
+                       "(n_routed_experts, moe_num_experts, num_local_experts)",
+        "use_moe_router_bias": "the router's e_score_correction_bias is a buffer, never a "
+                               "parameter"},
+    # Step3p7TextConfig.__post_init__ reads only num_attention_heads from it.
+    "step3p5_attention_other": {
+        "attention_type": "names the layer kind the entry is for, no tensor",
+        "num_attention_groups": "not read: sliding layers keep the model's KV heads",
+        "head_dim": "not read: sliding layers keep the model's head_dim",
+        "true_head_dim": "not read: sliding layers keep the model's head_dim"},
+    "step3p5_vision": {
+        "layer_scale_init_value": "the layer scales' initial value (lambda_1 / lambda_2 are "
+                                  "built whatever it is)",
+        "max_position_embeddings": "the 2-D rotary's table size; the learned position table "
+                                   "takes (image_size / patch_size)² rows"},
     "kimi_k3_vision": {
         "activation_func": "the tower's activation, no tensor",
         "merge_type": "how merged patches pool over video frames: no tensor (images merge "

@@ -97,8 +97,8 @@ TEXT_MODELS: dict[str, Row] = {
     "seed_oss": ("seed_oss", "seed_oss", ("SeedOssForCausalLM",)),
     "smollm3": ("smollm", "smollm3", ("SmolLM3ForCausalLM",)),
     "starcoder2": ("starcoder2", "starcoder2", ("Starcoder2ForCausalLM",)),
-    # A Step3p7Config wraps a vision tower, but its hub files are flat text models.
-    "step3p7": ("step", "step3p7", ("Step3p7ForConditionalGeneration",)),
+    # Step-3.5-Flash's flat file; transformers reads it as Step3p7TextConfig, no model class.
+    "step3p5": ("step", "step3p5", ()),
 }
 
 # Encoder-only and encoder-decoder models.
@@ -145,6 +145,8 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "qwen3_5_moe": ("qwen_next", "qwen3_5_moe", ("Qwen3_5MoeForConditionalGeneration",)),
     "qwen3_vl": ("qwen_vl", "qwen3_vl", ("Qwen3VLForConditionalGeneration",)),
     "qwen3_vl_moe": ("qwen_vl", "qwen3_vl_moe", ("Qwen3VLMoeForConditionalGeneration",)),
+    # Step-3.7-Flash's hub file nests a step3p5 text_config and the vision tower.
+    "step3p7": ("step", "step3p7", ("Step3p7ForConditionalGeneration",)),
 }
 
 MODELS: Mapping[str, Row] = {**TEXT_MODELS, **ENCODER_MODELS, **MULTIMODAL_MODELS}
