@@ -25,7 +25,7 @@ from tests.reference import DATA
 ORACLE = DATA / "oracle-2026-frontier.json"
 FOLDER = DATA / "configs-2026-frontier"
 # The model types this set stands for; each must keep at least one exact reference.
-TYPES = {"gemma4_text", "mistral4", "step3p5", "step3p7"}
+TYPES = {"gemma4_text", "hy_v3", "mistral4", "step3p5", "step3p7"}
 # Bytes per element of the cache dtype transformers allocated.
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
@@ -95,9 +95,11 @@ def test_cache_bytes_per_token_by_layer_kind() -> None:
     (bf16): Mistral Small 4 caches MLA's latent and rope key (256 + 64 elements) on all 36
     layers; Gemma 4's text model K and V of 1 × 256 on its 25 sliding layers and 1 × 512 on
     its 5 global ones; Step-3.7-Flash K and V of 8 × 128 on its 33 sliding and 12 full
-    layers (the sliding layers' 96 query heads share the same 8 KV heads)."""
+    layers (the sliding layers' 96 query heads share the same 8 KV heads); Hy3 K and V of
+    8 × 128 on all 80 layers."""
     wanted = {"mistral4": {"mla": (36, 640)},
               "gemma4_text": {"sliding": (25, 4096), "full": (5, 8192)},
+              "hy_v3": {"full": (80, 4096)},
               "step3p5": {"sliding": (33, 4096), "full": (12, 4096)},
               "step3p7": {"sliding": (33, 4096), "full": (12, 4096)}}
     for e in CACHED:

@@ -58,6 +58,7 @@ SUPPORTED = [
     "granitemoehybrid",
     "hunyuan",
     "hunyuan_v1_moe",
+    "hy_v3",
     "internvl",
     "jamba",
     "kimi_k25",

@@ -186,6 +186,14 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "use_grouped_topk": "grouped routing, no tensor",
         **_MLA},
     "kimi_k3_linear_attn": {"gate_lower_bound": "a clamp on the forget gate's values"},
+    # HYV3Config (transformers 5.25 models/hy_v3): keys of Hy3's hub file it has no field for.
+    "hy_v3": {
+        "qk_norm": "HYV3Attention always builds its q/k norms",
+        "first_k_dense_replace": "not a HYV3Config field: dense layers come from "
+                                 "mlp_layer_types, else layer 0 alone",
+        "expert_hidden_dim": "not a HYV3Config field: experts take moe_intermediate_size",
+        "router_scaling_factor": "scales the routing weights, no tensor",
+        "enable_moe_fp32_combine": "the precision of the experts' sum, no tensor"},
     # Step3p7TextConfig (transformers 5.25 models/step3p7): keys of the hub files it has no
     # field or attribute_map name for, so they size nothing.
     "step3p5": {

@@ -61,6 +61,7 @@ TEXT_MODELS: dict[str, Row] = {
     "granitemoe": ("granite", "granitemoe", ("GraniteMoeForCausalLM",)),
     "hunyuan": ("hunyuan", "hunyuan", ()),  # no transformers class
     "hunyuan_v1_moe": ("hunyuan", "hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",)),
+    "hy_v3": ("hy", "hy_v3", ("HYV3ForCausalLM",)),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
     "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
     "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
