@@ -148,6 +148,20 @@ def copy_bytes(group: TensorGroup, dtype: str, q: Quantization | None,
 
 _GROUP_BYTES: dict[tuple[TensorGroup, str, str], int] = {}
 _MEMO_LIMIT = 1 << 16
+# repr of each scheme object seen, computed once (a per-module table's runs long); the entry
+# holds the object, so its id is not reused while cached.
+_SCHEME_KEYS: dict[int, tuple[Quantization, str]] = {}
+
+
+def _scheme_key(q: Quantization) -> str:
+    hit = _SCHEME_KEYS.get(id(q))
+    if hit is not None and hit[0] is q:
+        return hit[1]
+    if len(_SCHEME_KEYS) >= 256:
+        _SCHEME_KEYS.clear()
+    key = repr(q)
+    _SCHEME_KEYS[id(q)] = (q, key)
+    return key
 
 
 def group_bytes(group: TensorGroup, dtype: str, q: Quantization | None) -> int:
@@ -158,7 +172,7 @@ def group_bytes(group: TensorGroup, dtype: str, q: Quantization | None) -> int:
     """
     if q is None or not (group.linear or q.per_module):
         return -(-group.parameters * dtype_bits(dtype) // 8)
-    key = (group, dtype, repr(q))
+    key = (group, dtype, _scheme_key(q))
     found = _GROUP_BYTES.get(key)
     if found is None:
         if len(_GROUP_BYTES) >= _MEMO_LIMIT:

@@ -174,3 +174,14 @@ def test_the_cli_reads_it_where_it_exited_2(invoke: Invoke, tmp_path: Path) -> N
                              capture_output=True, text=True, timeout=60, check=False)
     assert process.returncode == 2 and not process.stdout
     assert "quant_algo" in process.stderr and "Traceback" not in process.stderr
+
+
+def test_the_label_says_each_scheme_and_what_stays_unquantized() -> None:
+    from llm_inventory.engine.weight_scheme import describe_weights
+
+    label = describe_weights(from_hf_config(_config(_mixed()), "config.json")).label
+    layers = len(KINDS)
+    full = KINDS.count("full_attention")
+    fp8 = 3 * layers + 4 * full + 3 * (layers - full)
+    assert label == (f"per module: fp8 (modelopt) (one scale per tensor) on {fp8} modules; "
+                     f"nvfp4 (groups of 16) on {layers + 1} modules; every other tensor bf16")
