@@ -78,6 +78,7 @@ SUPPORTED = [
     "minimax",
     "minimax_m2",
     "minimax_m3",
+    "minimax_m3_vl",
     "ministral3",
     "mistral",
     "mistral3",

@@ -137,6 +137,7 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "llava": ("llava", "llava", ("LlavaForConditionalGeneration",)),
     "llava_next": ("llava", "llava_next", ("LlavaNextForConditionalGeneration",)),
     "llava_onevision": ("llava", "llava_onevision", ("LlavaOnevisionForConditionalGeneration",)),
+    "minimax_m3_vl": ("minimax_vl", "minimax_m3_vl", ("MiniMaxM3SparseForConditionalGeneration",)),
     "mistral3": ("mistral3", "mistral3", ("Mistral3ForConditionalGeneration",)),
     "mllama": ("mllama", "mllama", ("MllamaForConditionalGeneration",)),
     "qwen2_5_omni": ("qwen_omni", "qwen2_5_omni", ("Qwen2_5OmniForConditionalGeneration",)),
