@@ -121,9 +121,19 @@ def auto_config(data: dict[str, Any]) -> Any:
         return AutoConfig.from_pretrained(tmp)
 
 
+# Text model types transformers builds only inside a wrapper (it has no model class of their
+# own): a flat file of one is passed as that wrapper's text_config, the rest left out.
+TEXT_INSIDE = {"step3p5": "step3p7"}
+
+
 def load_config(raw: dict[str, Any], notes: list[str]) -> tuple[Any, bool]:
     """Read a config dict the way from_pretrained reads config.json; True if text only."""
     model_type = raw.get("model_type")
+    if model_type in TEXT_INSIDE:
+        wrapper = TEXT_INSIDE[model_type]
+        notes.append(f"model_type {model_type!r} has no model class of its own: passed as the "
+                     f"text_config of a {wrapper!r} config; its other parts are left out")
+        return auto_config({"model_type": wrapper, "text_config": adapt(raw, notes)}), True
     if model_type in STAND_INS:
         config_name, _, why = STAND_INS[model_type]
         notes.append(f"no transformers class: stand-in {config_name}; {why}")

@@ -76,6 +76,14 @@ def describe_weights(spec: ModelSpec, dtype: str | None = None) -> WeightScheme:
         kept += " (and the modules the checkpoint lists as unquantized)"
     scope = "experts " if q.experts_only else ""
     label = f"{scope}{', '.join(detail)}; {kept} {base}"
+    if q.per_module:  # modelopt MIXED_PRECISION: each module its own scheme
+        counts: dict[str, int] = {}
+        for scheme in q.per_module.values():
+            part = f"{scheme.method} ({_scales(scheme)})"
+            counts[part] = counts.get(part, 0) + 1
+        parts = [f"{part} on {n} module{'s' if n > 1 else ''}"
+                 for part, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+        label = f"per module: {'; '.join(parts)}; every other tensor {base}"
     # In a word for narrow columns: the dtype a container format names inside its
     # parentheses ("compressed-tensors (int4, group)": int4), else the method's first word
     inner = method.partition("(")[2].split(",")[0].rstrip(")").strip()

@@ -69,8 +69,43 @@ def is_ignored(group: TensorGroup, layer: int | None, ignore: list[str]) -> bool
     return any(matches_module(p, module) for p in ignore)
 
 
+# A fused projection here that a per-module table may list as its parts.
+_FUSED = {"gate_up_proj": ("gate_proj", "up_proj"), "qkv_proj": ("q_proj", "k_proj", "v_proj")}
+
+
+def module_scheme(group: TensorGroup, q: Quantization, layer: int | None
+                  ) -> Quantization | None:
+    """The scheme a per-module table (modelopt MIXED_PRECISION) gives this tensor's module,
+    None when it names none (stored unquantized), as vLLM resolves a layer's prefix
+    (`ModelOptMixedPrecisionConfig._resolve_quant_algo`): the module itself, its fused
+    parts, a parent (`mlp.experts` for every expert), or a child it contains."""
+    if group.component is Component.EMBEDDINGS or len(group.shape) < 2:
+        return None
+    if not group.linear and group.component is not Component.LM_HEAD:
+        return None
+    module = _module(group.name, layer)
+    if is_ignored(group, layer, q.ignore):
+        return None
+    table = q.per_module
+    if module in table:
+        return table[module]
+    parent, _, leaf = module.rpartition(".")
+    parts = [table.get(f"{parent}.{p}") for p in _FUSED.get(leaf, ())]
+    if parts and all(parts):
+        return parts[0]
+    pieces = module.split(".")
+    for k in range(len(pieces) - 1, 0, -1):
+        found = table.get(".".join(pieces[:k]))
+        if found is not None:
+            return found
+    child = module + "."
+    return next((s for name, s in table.items() if name.startswith(child)), None)
+
+
 def quantizes(group: TensorGroup, q: Quantization, layer: int | None) -> bool:
     """Whether `q` applies to this tensor (in this layer)."""
+    if q.per_module:
+        return module_scheme(group, q, layer) is not None
     if not group.linear or group.component in (Component.EMBEDDINGS, Component.LM_HEAD):
         return False
     if group.component is Component.ROUTER:
@@ -106,13 +141,31 @@ def copy_bytes(group: TensorGroup, dtype: str, q: Quantization | None,
     GGUF file type types each tensor as llama.cpp's quantizer does (`gguf_tensors`)."""
     if isinstance(q, GgufQuantization):
         return tensor_bytes(group, layer, q, dtype)
-    if q is not None and group.linear and quantizes(group, q, layer):
+    if q is not None and q.per_module:
+        scheme = module_scheme(group, q, layer)
+        if scheme is not None:
+            return -(-int(quantized_bits(group.shape, group.experts, scheme) + 0.5) // 8)
+    elif q is not None and group.linear and quantizes(group, q, layer):
         return -(-int(quantized_bits(group.shape, group.experts, q) + 0.5) // 8)
     return -(-group.elements * dtype_bits(dtype) // 8)
 
 
 _GROUP_BYTES: dict[tuple[TensorGroup, str, str], int] = {}
 _MEMO_LIMIT = 1 << 16
+# repr of each scheme object seen, computed once (a per-module table's runs long); the entry
+# holds the object, so its id is not reused while cached.
+_SCHEME_KEYS: dict[int, tuple[Quantization, str]] = {}
+
+
+def _scheme_key(q: Quantization) -> str:
+    hit = _SCHEME_KEYS.get(id(q))
+    if hit is not None and hit[0] is q:
+        return hit[1]
+    if len(_SCHEME_KEYS) >= 256:
+        _SCHEME_KEYS.clear()
+    key = repr(q)
+    _SCHEME_KEYS[id(q)] = (q, key)
+    return key
 
 
 def group_bytes(group: TensorGroup, dtype: str, q: Quantization | None) -> int:
@@ -121,9 +174,9 @@ def group_bytes(group: TensorGroup, dtype: str, q: Quantization | None) -> int:
     Memoised on (group, dtype, quantization): the per-layer ignore-list matching it needs
     is the same for every split a search sizes.
     """
-    if q is None or (not group.linear and not isinstance(q, GgufQuantization)):
+    if q is None or not (group.linear or q.per_module or isinstance(q, GgufQuantization)):
         return -(-group.parameters * dtype_bits(dtype) // 8)
-    key = (group, dtype, repr(q))
+    key = (group, dtype, _scheme_key(q))
     found = _GROUP_BYTES.get(key)
     if found is None:
         if len(_GROUP_BYTES) >= _MEMO_LIMIT:

@@ -226,6 +226,11 @@ class LinearAttention(_Spec):
     fused_projections: bool = False
     state_dtype: str | None = None  # the recurrent state's (mamba_ssm_dtype); None: KV dtype
     conv_dtype: str | None = None  # the conv window's; None: as the recurrent state
+    # KDA's output gate: low rank (g_a_proj, g_b_proj; Kimi Linear) or one full-rank g_proj
+    # (Kimi-K3's `use_full_rank_gate`); and the entries of its decay A_log (None: one per
+    # head; Kimi-K3's checkpoint stores one per head dim).
+    full_rank_gate: bool = False
+    decay_entries: Pos | None = None
 
     @property
     def v_heads(self) -> int:
@@ -567,6 +572,11 @@ class Quantization(_Spec):
     act_order_index: bool = False  # GPTQ's g_idx: one int32 per input feature
     ignore: list[Text] = Field(default_factory=list, max_length=_b.LIST.limit)
     experts_only: bool = False
+    # Per-module schemes (modelopt MIXED_PRECISION): module name, as tensors are named here
+    # with one expert standing for all, to the scheme its weights are stored in. When given,
+    # a matmul weight of a module it does not name is unquantized.
+    per_module: dict[Text, Quantization] = Field(default_factory=dict,
+                                                 max_length=_b.LIST.limit)
 
 
 class TensorRole(StrEnum):

@@ -78,16 +78,16 @@ def test_a_sub_config_never_opened_is_not_modelled() -> None:
     assert not spec.exact and "audio_config" in (spec.estimated or "")
 
 
-def test_kimi_k3_shaped_config_is_an_estimate_naming_why() -> None:
+def test_unknown_type_shaped_like_deepseek_is_an_estimate_naming_why() -> None:
     """A DeepSeek-V3-class file of a model type no builder is tested for, carrying latent
-    expert keys the builder never reads (a synthetic stand-in: no Kimi-K3 config.json is
-    public to test with): an estimate for both reasons, never exact."""
-    data = {**_load("models/DeepSeek-V3.json"), "model_type": "kimi_k3",
+    expert keys the builder never reads (a synthetic stand-in): an estimate for both
+    reasons, never exact."""
+    data = {**_load("models/DeepSeek-V3.json"), "model_type": "kimi_k9",
             "n_routed_experts": 896, "expert_latent_dim": 3584, "expert_latent_proj": True}
     spec = from_hf_config(data, "config.json")
     assert not spec.exact
     assert spec.estimated is not None
-    assert "'kimi_k3'" in spec.estimated and "expert_latent_dim" in spec.estimated
+    assert "'kimi_k9'" in spec.estimated and "expert_latent_dim" in spec.estimated
 
 
 def test_kimi_k2_read_as_deepseek_v3_stays_exact() -> None:

@@ -21,7 +21,7 @@ from tests.reference import DATA
 REFERENCES = DATA / "transformers-defaults"
 FOLDER = resources.files("llm_inventory.data").joinpath("hf-defaults")
 FILES = sorted(e.name.removesuffix(".json") for e in FOLDER.iterdir() if e.name.endswith(".json"))
-SOURCE = re.compile(r"^transformers 5\.2[34]\.0 src/transformers/models/[a-z0-9_]+/"
+SOURCE = re.compile(r"^transformers 5\.2[345]\.0 src/transformers/models/[a-z0-9_]+/"
                     r"configuration_[a-z0-9_]+\.py$"
                     # A type transformers has no class for: the checkpoint's own code.
                     r"|^checkpoint code [\w.-]+/[\w.-]+ configuration_[a-z0-9_]+\.py: .+$")
@@ -32,7 +32,9 @@ CHECKPOINT_SOURCE = re.compile(r"^checkpoint code github [\w.-]+/[\w.-]+ @[0-9a-
 NO_CLASS = {"nemotron-nas": DATA / "configs-2026" / "Llama-3_3-Nemotron-Super-49B-v1.json",
             # MiniMaxM3VLTextConfig reads the hub file's keys under other names
             # (sparse_attention_config, moe_layer_freq): the real file stands in.
-            "minimax_m3": DATA / "configs-2026" / "MiniMax-M3.json"}
+            "minimax_m3": DATA / "configs-2026" / "MiniMax-M3.json",
+            # No class and no public configuration code: the real file stands in.
+            "kimi_k3": DATA / "configs-2026-checkpoint-listing" / "moonshotai--Kimi-K3.json"}
 YEAR_2026 = DATA / "transformers-defaults-2026"
 # Defaults to_dict() does not show as the class holds them, and why.
 NOT_IN_TO_DICT = {
@@ -93,7 +95,9 @@ def test_every_registered_type_and_no_other_file_is_top_level() -> None:
         for p in (DATA / "more-configs").glob("transformers-defaults--*.json")} | {
         p.stem for p in YEAR_2026.glob("*.json")} | {
         p.stem.removeprefix("transformers-defaults--")
-        for p in (DATA / "configs-2026-dense").glob("transformers-defaults--*.json")} | set(
+        for p in (DATA / "configs-2026-dense").glob("transformers-defaults--*.json")} | {
+        p.stem.removeprefix("transformers-defaults--")
+        for p in (DATA / "configs-2026-frontier").glob("transformers-defaults--*.json")} | set(
         NO_CLASS)
     nested = {p.stem for p in (REFERENCES / "sub-configs").glob("*.json")}
     assert set(registry.MODELS) <= set(FILES)

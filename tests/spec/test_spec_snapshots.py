@@ -60,6 +60,11 @@ PERTURBED = [
     "transformers-defaults-2026/glm4_moe_lite.json",
     "configs-2026-dense/transformers-defaults--gpt2.json",
     "more-configs/openai--whisper-base.json",
+    # Gemma 4's text model at the top level (transformers 5.25's Gemma4ForCausalLM)
+    "configs-2026-frontier/transformers-defaults--gemma4_text.json",
+    "configs-2026-frontier/constructed--step3p5-flat.json",
+    # Kimi-K3: no class defaults exist; its real config stands in
+    "configs-2026-checkpoint-listing/moonshotai--Kimi-K3.json",
 ]
 
 

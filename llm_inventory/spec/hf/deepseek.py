@@ -1,5 +1,6 @@
-"""DeepSeek-V2, V3 and V3.2, GLM-4.7-Flash and GLM-5 (transformers `models/deepseek_v2`,
-`deepseek_v3`, `deepseek_v32`, `glm4_moe_lite`, `glm_moe_dsa`): multi-head latent attention
+"""DeepSeek-V2, V3 and V3.2, GLM-4.7-Flash, GLM-5 and Mistral Small 4 (transformers
+`models/deepseek_v2`, `deepseek_v3`, `deepseek_v32`, `glm4_moe_lite`, `glm_moe_dsa`,
+`mistral4`): multi-head latent attention
 (MLA), routed plus shared experts after `first_k_dense_replace` dense layers; V3.2 and GLM-5
 add DeepSeek Sparse Attention's lightning indexer to every layer (GLM IndexShare layers reuse
 another's).
@@ -157,6 +158,17 @@ def deepseek_v2(c: HFConfig) -> ModelSpec:
 
 
 def deepseek_v3(c: HFConfig) -> ModelSpec:
+    return _deepseek(c)
+
+
+def mistral4(c: HFConfig) -> ModelSpec:
+    """Mistral Small 4 (`Mistral4ForCausalLM`, transformers 5.25 models/mistral4): DeepSeek-V3's
+    layout under Mistral's defaults. `Mistral4Attention` is `DeepseekV3Attention` (MLA, q and
+    kv LoRA, the Llama-4 query scaling a run-time factor), `Mistral4MoE` is `DeepseekV3MoE`
+    (routed experts plus `n_shared_experts` × `moe_intermediate_size` shared), dense MLPs
+    on the first `first_k_dense_replace` layers; its router holds a weight only (no
+    correction bias). The class has no multi-token-prediction layers and no
+    `moe_layer_freq`."""
     return _deepseek(c)
 
 

@@ -68,11 +68,12 @@ def _per_layer_shapes(text: HFConfig, kinds: list[str], k_eq_v: bool) -> dict[in
             raise InputError(f"{text.label}: per_layer_config",
                              f"must be a mapping of layer index to shapes, got {given!r}")
         shapes: dict[int, dict[str, int]] = {}
+        table = text.sub("per_layer_config")  # opened as a mapping: its entries are read
         for key, value in given.items():
             if not str(key).isdigit() or not isinstance(value, dict):
                 raise InputError(f"{text.label}: per_layer_config",
                                  f"entry {key!r} must map a layer index to its shapes")
-            entry = HFConfig(value, f"{text.label}: per_layer_config: {key}")
+            entry = table.sub(str(key))
             shapes[int(key)] = {k: entry.integer(k) for k in ("head_dim", "num_key_value_heads")
                                 if entry.has(k)}
         return shapes
@@ -125,7 +126,8 @@ def gemma4_text_stack(text: HFConfig) -> Stack:
     # The global layers: proportional RoPE over a quarter of the head, and K = V.
     overrides.append(LayerOverride(kinds=[LayerKind.FULL], k_eq_v=k_eq_v or None,
                                    partial_rotary_factor=_global_rotary(text)))
-    double_wide = text.flag("use_double_wide_mlp", False)
+    # Read whether or not a layer shares KV, so a file that sets it is understood.
+    double_wide = text.flag("use_double_wide_mlp")
     if shared and double_wide:
         overrides.append(LayerOverride(layers=shared,
                                        intermediate_size=2 * text.integer("intermediate_size")))
@@ -266,6 +268,13 @@ def gemma4(c: HFConfig) -> ModelSpec:
         encoder, more = more[0], more[1:]
     spec = vlm_model(c, decoder, encoder, text, notes)
     return spec.model_copy(update={"extra_encoders": more})
+
+
+def gemma4_text(c: HFConfig) -> ModelSpec:
+    """A Gemma 4 language model alone (`Gemma4ForCausalLM`, a `Gemma4TextConfig` at the top
+    level): the decoder of `gemma4_text_stack`, no tower."""
+    decoder = gemma4_text_stack(c)
+    return _text_only(c, decoder, c, _notes(c, decoder))
 
 
 def _text_only(c: HFConfig, decoder: Stack, text: HFConfig, notes: list[str]) -> ModelSpec:

@@ -135,7 +135,7 @@ BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
     "deepseek_v2": _MLA, "deepseek_v3": _MLA, "deepseek_v32": _MLA, "glm4_moe_lite": _MLA,
-    "glm_moe_dsa": _MLA,
+    "glm_moe_dsa": _MLA, "mistral4": _MLA,
     "clip_vision_model": {
         "projection_dim": "sizes CLIPVisionModelWithProjection's projection, not the tower "
                           "a composite model uses",
@@ -221,6 +221,60 @@ BY_CLASS: dict[str, dict[str, str]] = {
     "qwen3_5_moe_vision": {"deepstack_visual_indexes": "Qwen3_5MoeVisionConfig deletes it: "
                            "the tower has no deepstack mergers"},
     "qwen2_vl_vision": _QWEN_VL_VISION, "qwen2_5_vl_vision": _QWEN_VL_VISION,
+    # Kimi-K3 (no transformers class): each reason checked against the checkpoint's tensor
+    # listing, which the count matches (tests/data/configs-2026-checkpoint-listing).
+    "kimi_k3": {"image_placeholder": "the placeholder token's text, not its id or a row",
+                "ignore_index": "the loss's ignored label, no tensor"},
+    "kimi_k3_text": {
+        "activation_situ_beta": "a constant of the SiTU activation, no tensor",
+        "activation_situ_linear_beta": "a constant of the SiTU activation, no tensor",
+        "attn_res_block_size": "how many layers an attention-residual block spans: the "
+                               "checkpoint holds the residual norm and projection on every "
+                               "layer whatever it is",
+        "moe_renormalize": "a routing detail (top-k weights renormalised)",
+        "moe_router_activation_func": "the router's score function, no tensor",
+        "num_expert_group": "grouped routing, no tensor",
+        "use_grouped_topk": "grouped routing, no tensor",
+        **_MLA},
+    "kimi_k3_linear_attn": {"gate_lower_bound": "a clamp on the forget gate's values"},
+    # HYV3Config (transformers 5.25 models/hy_v3): keys of Hy3's hub file it has no field for.
+    "hy_v3": {
+        "qk_norm": "HYV3Attention always builds its q/k norms",
+        "first_k_dense_replace": "not a HYV3Config field: dense layers come from "
+                                 "mlp_layer_types, else layer 0 alone",
+        "expert_hidden_dim": "not a HYV3Config field: experts take moe_intermediate_size",
+        "router_scaling_factor": "scales the routing weights, no tensor",
+        "enable_moe_fp32_combine": "the precision of the experts' sum, no tensor"},
+    # Step3p7TextConfig (transformers 5.25 models/step3p7): keys of the hub files it has no
+    # field or attribute_map name for, so they size nothing.
+    "step3p5": {
+        "first_k_dense_replace": "not a Step3p7TextConfig field: dense layers come from "
+                                 "mlp_layer_types / moe_layers_enum, else layers 0-2",
+        "n_shared_experts": "Step3p7SparseMoeBlock builds one shared expert of "
+                            "share_expert_dim whatever it says",
+        "num_experts": "not one of Step3p7TextConfig's names for the expert count "
+                       "(n_routed_experts, moe_num_experts, num_local_experts)",
+        "use_moe_router_bias": "the router's e_score_correction_bias is a buffer, never a "
+                               "parameter"},
+    # Step3p7TextConfig.__post_init__ reads only num_attention_heads from it.
+    "step3p5_attention_other": {
+        "attention_type": "names the layer kind the entry is for, no tensor",
+        "num_attention_groups": "not read: sliding layers keep the model's KV heads",
+        "head_dim": "not read: sliding layers keep the model's head_dim",
+        "true_head_dim": "not read: sliding layers keep the model's head_dim"},
+    "step3p5_vision": {
+        "layer_scale_init_value": "the layer scales' initial value (lambda_1 / lambda_2 are "
+                                  "built whatever it is)",
+        "max_position_embeddings": "the 2-D rotary's table size; the learned position table "
+                                   "takes (image_size / patch_size)² rows"},
+    "kimi_k3_vision": {
+        "activation_func": "the tower's activation, no tensor",
+        "merge_type": "how merged patches pool over video frames: no tensor (images merge "
+                      "by merge_kernel_size, which the builder reads)",
+        "pos_emb_interpolation_mode": "how the learned grid is resized to an image: no "
+                                      "tensor",
+        "projector_ln_eps": "an epsilon",
+        "_attn_implementation": "an attention kernel choice"},
 }
 
 # Mappings read whole by a helper that parses them (never a tower or a language model).

@@ -90,6 +90,10 @@ def _m3_indexer(c: HFConfig, types: list[str]) -> Indexer | None:
     (`sparse_num_index_heads`, `sparse_index_dim`, `sparse_topk_blocks` × `sparse_block_size`
     positions a query keeps) or transformers' flat `index_*` keys."""
     if "indexed_gqa" not in types:
+        # No sparse layer builds an indexer: its flat shape keys (to_dict's) are moot.
+        for key in ("index_n_heads", "index_head_dim", "index_topk_blocks",
+                    "index_block_size", "index_local_blocks"):
+            c.superseded(key)
         return None
     sparse = c.sub("sparse_attention_config")
 

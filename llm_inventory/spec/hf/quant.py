@@ -10,7 +10,8 @@ Formats and what they keep beside each quantized weight (facts from each format'
   activation-order index g_idx (one int32 per input feature).
 - awq: packed weights, fp16 scales and packed zero points per group.
 - mxfp4 (gpt-oss): 4-bit values in blocks of 32 with one 8-bit exponent scale each.
-- modelopt NVFP4: 4-bit values, one FP8 scale per 16.
+- modelopt NVFP4: 4-bit values, one FP8 scale per 16; MIXED_PRECISION: a scheme per module
+  (modelopt_mixed.py).
 - bitsandbytes: 4-bit NF4/FP4 with one absmax per 64 (fp32, or 8-bit with double
   quantization), or 8-bit with one fp32 scale per row.
 """
@@ -55,7 +56,11 @@ def _compressed_tensors(q: dict[str, Any], label: str, model_dtype: str) -> Quan
     strategy = weights.get("strategy", "tensor")
     group = weights.get("group_size")
     block = weights.get("block_structure")
-    scale_bits = dtype_bits(model_dtype)
+    # Scales in the model dtype unless the scheme names theirs (MXFP4's are 8-bit
+    # exponents, "torch.uint8"; NVFP4's FP8, "torch.float8_e4m3fn").
+    named = str(weights.get("scale_dtype") or "").removeprefix("torch.")
+    scale_bits = 8 if named in ("uint8", "float8_e4m3fn", "float8_e8m0fnu") else dtype_bits(
+        model_dtype)
     return Quantization(
         method=f"compressed-tensors ({weights.get('type', 'int')}{bits}, {strategy})",
         bits=bits,
@@ -115,6 +120,10 @@ def from_quantization_config(q: Any, label: str, model_dtype: str) -> Quantizati
                                 ignore=ignore)
         if algo == "FP8":
             return Quantization(method="fp8 (modelopt)", bits=8, scale_bits=32, ignore=ignore)
+        if algo == "MIXED_PRECISION":
+            from llm_inventory.spec.hf.modelopt_mixed import mixed_precision
+
+            return mixed_precision(q, label, ignore)
     if method == "bitsandbytes":
         if q.get("load_in_4bit"):
             double = bool(q.get("bnb_4bit_use_double_quant"))
@@ -129,5 +138,5 @@ def from_quantization_config(q: Any, label: str, model_dtype: str) -> Quantizati
     raise InputError(
         f"{label}: quantization_config.quant_method",
         f"unsupported {method or 'missing'!r}; supported: fp8, fbgemm_fp8, compressed-tensors, "
-        "gptq, awq, mxfp4, modelopt (nvfp4, fp8), bitsandbytes",
+        "gptq, awq, mxfp4, modelopt (nvfp4, fp8, mixed_precision), bitsandbytes",
     )

@@ -47,6 +47,7 @@ TEXT_MODELS: dict[str, Row] = {
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
+    "gemma4_text": ("gemma4", "gemma4_text", ("Gemma4ForCausalLM",)),
     "glm_moe_dsa": ("deepseek", "glm_moe_dsa", ("GlmMoeDsaForCausalLM",)),
     "gpt2": ("gpt2", "gpt2", ("GPT2LMHeadModel",)),
     "gpt_bigcode": ("gpt2", "gpt_bigcode", ("GPTBigCodeForCausalLM",)),
@@ -60,6 +61,7 @@ TEXT_MODELS: dict[str, Row] = {
     "granitemoe": ("granite", "granitemoe", ("GraniteMoeForCausalLM",)),
     "hunyuan": ("hunyuan", "hunyuan", ()),  # no transformers class
     "hunyuan_v1_moe": ("hunyuan", "hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",)),
+    "hy_v3": ("hy", "hy_v3", ("HYV3ForCausalLM",)),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
     "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
     "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
@@ -75,6 +77,7 @@ TEXT_MODELS: dict[str, Row] = {
     "minimax_m3": ("minimax", "minimax_m3", ()),
     "ministral3": ("mistral", "ministral3", ("Ministral3ForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
+    "mistral4": ("deepseek", "mistral4", ("Mistral4ForCausalLM",)),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
     "nemotron_h": ("nemotron_h", "nemotron_h", ("NemotronHForCausalLM",)),
     "nemotron-nas": ("nemotron_nas", "nemotron_nas", ()),
@@ -95,8 +98,8 @@ TEXT_MODELS: dict[str, Row] = {
     "seed_oss": ("seed_oss", "seed_oss", ("SeedOssForCausalLM",)),
     "smollm3": ("smollm", "smollm3", ("SmolLM3ForCausalLM",)),
     "starcoder2": ("starcoder2", "starcoder2", ("Starcoder2ForCausalLM",)),
-    # A Step3p7Config wraps a vision tower, but its hub files are flat text models.
-    "step3p7": ("step", "step3p7", ("Step3p7ForConditionalGeneration",)),
+    # Step-3.5-Flash's flat file; transformers reads it as Step3p7TextConfig, no model class.
+    "step3p5": ("step", "step3p5", ()),
 }
 
 # Encoder-only and encoder-decoder models.
@@ -126,6 +129,7 @@ ENCODER_MODELS: dict[str, Row] = {
 MULTIMODAL_MODELS: dict[str, Row] = {
     "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
     "kimi_k25": ("kimi", "kimi_k25", ("Kimi_K25ForConditionalGeneration",)),
+    "kimi_k3": ("kimi_k3", "kimi_k3", ()),  # no transformers class
     "gemma3n": ("gemma3n", "gemma3n", ("Gemma3nForConditionalGeneration",)),
     "gemma4": ("gemma4", "gemma4", ("Gemma4ForConditionalGeneration",)),
     "internvl": ("internvl", "internvl", ("InternVLForConditionalGeneration",)),
@@ -133,6 +137,7 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "llava": ("llava", "llava", ("LlavaForConditionalGeneration",)),
     "llava_next": ("llava", "llava_next", ("LlavaNextForConditionalGeneration",)),
     "llava_onevision": ("llava", "llava_onevision", ("LlavaOnevisionForConditionalGeneration",)),
+    "minimax_m3_vl": ("minimax_vl", "minimax_m3_vl", ("MiniMaxM3SparseForConditionalGeneration",)),
     "mistral3": ("mistral3", "mistral3", ("Mistral3ForConditionalGeneration",)),
     "mllama": ("mllama", "mllama", ("MllamaForConditionalGeneration",)),
     "qwen2_5_omni": ("qwen_omni", "qwen2_5_omni", ("Qwen2_5OmniForConditionalGeneration",)),
@@ -142,6 +147,8 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "qwen3_5_moe": ("qwen_next", "qwen3_5_moe", ("Qwen3_5MoeForConditionalGeneration",)),
     "qwen3_vl": ("qwen_vl", "qwen3_vl", ("Qwen3VLForConditionalGeneration",)),
     "qwen3_vl_moe": ("qwen_vl", "qwen3_vl_moe", ("Qwen3VLMoeForConditionalGeneration",)),
+    # Step-3.7-Flash's hub file nests a step3p5 text_config and the vision tower.
+    "step3p7": ("step", "step3p7", ("Step3p7ForConditionalGeneration",)),
 }
 
 MODELS: Mapping[str, Row] = {**TEXT_MODELS, **ENCODER_MODELS, **MULTIMODAL_MODELS}

@@ -1,7 +1,8 @@
-"""Step-3.5 / Step-3.7-Flash text model (transformers `models/step3p7`, `Step3p7TextConfig`):
-sliding and full attention layers with per-head q/k norms and a per-head output gate
-(`g_proj`), dense MLPs on the first layers, then routed experts plus one shared expert, and
-multi-token-prediction layers the checkpoint appends."""
+"""Step-3.5 / Step-3.7-Flash (transformers `models/step3p7`): the text model
+(`Step3p7TextConfig`, model_type step3p5) has sliding and full attention layers with per-head
+q/k norms and a per-head output gate (`g_proj`), dense MLPs on the first layers, then routed
+experts plus one shared expert, and multi-token-prediction layers the checkpoint appends;
+Step-3.7's hub file wraps it with a vision tower and a projector (`Step3p7Config`)."""
 
 from __future__ import annotations
 
@@ -9,24 +10,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from llm_inventory.errors import InputError
-from llm_inventory.spec.hf import HFConfig
+from llm_inventory.spec.hf import HFConfig, reads
 from llm_inventory.spec.hf.common import (
     core,
     decoder_model,
     extra,
-    hf_model,
     layer_types,
+    linear,
     over_defaults,
     sub_config,
+    vlm_model,
 )
 from llm_inventory.spec.hf.glm import nextn_layers
 from llm_inventory.spec.model import (
     MTP,
     Component,
+    Encoder,
     ExtraTensor,
-    Family,
     LayerKind,
     LayerOverride,
+    Media,
     ModelSpec,
     MoE,
     Shard,
@@ -83,9 +86,29 @@ def _sliding_heads(c: HFConfig, heads: int) -> int:
         return c.integer("num_sliding_attention_heads")
     other = c.raw("attention_other_setting")
     if isinstance(other, dict) and other.get("num_attention_heads") is not None:
-        return HFConfig(other, f"{c.label}: attention_other_setting").integer(
-            "num_attention_heads")
+        label = f"{c.label}: attention_other_setting"
+        reads.note_class(label, "step3p5_attention_other", {})
+        return HFConfig(other, label).integer("num_attention_heads")
     return heads
+
+
+def _per_layer_heads(c: HFConfig, layers: int) -> dict[int, int]:
+    """`per_layer_config` (layer index → {num_attention_heads}), which transformers writes
+    from the sliding heads and reads back over them; empty when absent."""
+    raw = c.raw("per_layer_config")
+    if not raw:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(f"{c.label}: per_layer_config",
+                         "must map layer indices to {num_attention_heads}")
+    table = c.sub("per_layer_config")
+    found = {}
+    for key in raw:
+        if not str(key).isdigit() or not 0 <= int(key) < layers:
+            raise InputError(f"{c.label}: per_layer_config",
+                             f"names layer {key!r} of {layers}")
+        found[int(key)] = table.sub(str(key)).integer("num_attention_heads")
+    return found
 
 
 def _gates(c: HFConfig, kinds: Sequence[str], heads: int, sliding: int,
@@ -165,6 +188,9 @@ def _text_stack(c: HFConfig) -> Stack:
         window["sliding_window"] = c.integer("sliding_window")
     overrides = [LayerOverride(kinds=[LayerKind.SLIDING], heads=sliding)] if (
         sliding != heads) else []
+    given = _per_layer_heads(c, layers)
+    if given:  # a saved config's own per-layer table wins (Step3p7TextConfig.__post_init__)
+        overrides = [LayerOverride(layers=[i], heads=n) for i, n in sorted(given.items())]
     bias = c.flag("attention_bias")
     fields = core(c, head_dim=head_dim, qkv_bias=bias, o_bias=bias,
                   mlp_bias=c.flag("mlp_bias"), qk_norm="head", layer_types=kinds, moe=moe,
@@ -173,17 +199,61 @@ def _text_stack(c: HFConfig) -> Stack:
     return Stack(**fields)
 
 
+def step3p5(c: HFConfig) -> ModelSpec:
+    """Step-3.5-Flash's flat hub file (`model_type` step3p5, `Step3p7TextConfig` in
+    transformers 5.25, which has no causal-LM class of its own for it): the text model, its
+    keys over the text class's defaults."""
+    return decoder_model(c, _text_stack(c))
+
+
+def _vision(v: HFConfig) -> Stack:
+    """`Step3p7VisionModel`: a bias-free patch conv, a learned position table of
+    (image_size / patch_size)² rows, a pre-LayerNorm, encoder layers of CLIP attention
+    (biased q/k/v/out, 2-D rotary without weights), a biased fc1/fc2 MLP of
+    int(hidden × mlp_ratio), two LayerNorms and two per-channel layer scales (lambda_1,
+    lambda_2), then two stride-2 3 × 3 convolutions with bias (hidden → 2 hidden → 4 hidden).
+    `Step3p7VisionConfig.__post_init__` sets intermediate_size from mlp_ratio, over any
+    given; hub files may name the shapes width / layers / heads (aliases)."""
+    hidden, patch = v.integer("hidden_size"), v.integer("patch_size")
+    v.superseded("intermediate_size")
+    inner = int(hidden * v.number("mlp_ratio"))
+    side = v.integer("image_size") // patch
+    channels = v.integer("num_channels")
+    every = list(range(v.integer("num_hidden_layers")))
+    stem = [extra("embeddings.patch_embedding.weight", [hidden, channels, patch, patch]),
+            extra("pre_layernorm.weight", [hidden]), extra("pre_layernorm.bias", [hidden]),
+            extra("lambda_1", [hidden], layers=every), extra("lambda_2", [hidden], layers=every),
+            extra("downsampler1.weight", [2 * hidden, hidden, 3, 3]),
+            extra("downsampler1.bias", [2 * hidden]),
+            extra("downsampler2.weight", [4 * hidden, 2 * hidden, 3, 3]),
+            extra("downsampler2.bias", [4 * hidden])]
+    return Stack(layers=len(every), hidden_size=hidden, heads=v.integer("num_attention_heads"),
+                 intermediate_size=inner, mlp="plain", mlp_bias=True, qkv_bias=True,
+                 o_bias=True, norm="layer", norms_per_layer=2, final_norm=False,
+                 vocab_size=0, lm_head=False, position_embeddings=side * side, extra=stem)
+
+
 def step3p7(c: HFConfig) -> ModelSpec:
-    """Step-3.7-Flash. Its hub file is flat: the text model's keys at the top level, read
-    over the text class's defaults. A `Step3p7Config` with a `text_config` is read as that
-    language model alone; the vision tower and projector it wraps are not counted (a note
-    says so)."""
+    """Step-3.7-Flash (`Step3p7ForConditionalGeneration`): the hub file nests the language
+    model (`text_config`, model_type step3p5, its sliding layers with their own head count
+    through `attention_other_setting`) and the vision tower of `_vision`, joined by
+    `multi_modal_projector`, Linear(4 × vision hidden, text hidden) with `projector_bias`.
+    A flat file (the text model's keys at the top level, as some copies trim it) is read as
+    the language model alone."""
     if c.has("hidden_size") and not c.has("text_config"):
         text = over_defaults(dict(c.data), "step3p5", c.label, c.name)
         return decoder_model(text, _text_stack(text))
     _, text = sub_config(c, "text_config", "step3p5")
-    note = ("the text_config is read alone: the vision tower and projector this "
-            "Step3p7Config wraps are not counted")
-    stack = _text_stack(text)
-    return hf_model(c, Family.MOE if stack.moe else Family.DENSE, decoder=stack,
-                    max_context=text.opt_integer("max_position_embeddings"), notes=[note])
+    decoder = _text_stack(text)
+    # An absent vision_config is the class's default tower (Step3p7Config builds one).
+    _, v = sub_config(c, "vision_config", "step3p5_vision")
+    tower = _vision(v)
+    width = 4 * (tower.hidden_size or 0)
+    projector = linear("multi_modal_projector", decoder.hidden_size or 0, width,
+                       bias=c.flag("projector_bias"), shard=Shard.COLUMN)
+    # The processor cuts images into 504-pixel crops (Step3p7ImageProcessor.patch_size);
+    # each becomes (504 / (patch × 4))² tokens after the two stride-2 downsamplers.
+    media = Media(image_size=504, patch_size=v.integer("patch_size"), spatial_merge_size=4)
+    encoder = Encoder(kind="vision", stack=tower, media=media, projector=projector)
+    decoder = decoder.model_copy(update={"tied_embeddings": text.flag("tie_word_embeddings")})
+    return vlm_model(c, decoder, encoder, text)
