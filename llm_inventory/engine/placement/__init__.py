@@ -243,8 +243,9 @@ def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
                          "keeps them"),
         "kv_pool": engine_rule(f"{label}'s budget, blocks and maximum concurrency"),
         "reserve": reserve_trust(facts.engine, request.device),
-        "timing": timing_trust(cal, PLACEMENT_REGIME, request.device.id,
-                               f"fitted on published {cal.engine} measurements"),
+        "timing": timing_trust(cal, PLACEMENT_REGIME, request.device,
+                               f"fitted on published {cal.engine} measurements",
+                               engine=facts.engine.name),
         "timing_bound": bound_trust("datasheet peak FLOP/s, memory and link bandwidth at "
                                     "100 % (timing.roofline_*)"),
     }

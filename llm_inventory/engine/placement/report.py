@@ -345,7 +345,8 @@ class Reporter:
         # a model of the engine never beats physics: where its steps (a pipeline's
         # micro-batches, an overhead fitted low) land under the bound, the bound stands
         tpot, ttft = max(tpot, bound.tpot_s), max(ttft, bound.ttft_s)
-        trust = timing_trust(cal, PLACEMENT_REGIME, facts.request.device.id, "")
+        trust = timing_trust(cal, PLACEMENT_REGIME, facts.request.device, "",
+                             engine=facts.engine.name)
         band = trust.band
         per_replica = bound.batch / tpot
         return bound.model_copy(update={

@@ -91,6 +91,14 @@ class RecommendRequest(BaseModel):
     ep: int | None = Field(default=None, ge=1)
     context: int | None = Field(default=None, ge=1)
     disaggregation: bool = True
+    # pins of the serving itself: a fixed number of replicas (load past them queues, it adds
+    # none), a finite run of this many requests, and the engine's batch settings
+    replicas: int | None = Field(default=None, ge=1)
+    requests: int | None = Field(default=None, ge=1)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1,
+                                                 allow_inf_nan=False)
 
 
 class Cost(BaseModel):
