@@ -593,7 +593,11 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
             readback = _read_back(spec, ev, chosen, launch)
     shown = ordered[:request.limit] if request.limit else ordered
     loaded = request.workload.qps is not None or request.workload.concurrency is not None
-    regime = ("concurrency" if request.workload.concurrency is not None else
+    # the regime whose held-out rows band the chosen plan's times: prefill/decode pools have
+    # no published measurement, so their band is the worst of the others (extrapolated)
+    regime = ("prefill/decode" if chosen is not None
+              and chosen.disaggregation == "prefill/decode" else
+              "concurrency" if request.workload.concurrency is not None else
               "request rate" if loaded else "offline maximum")
     engine_label = next(iter(evaluators.values())).facts.engine.label if evaluators else ""
     notes = []

@@ -69,3 +69,10 @@ def test_an_engine_with_no_rows_says_whose_constants_it_takes() -> None:
     assert other["extrapolated"]
     assert f"no measurement of vllm: {CAL.engine}'s constants" in str(other["basis"])
     assert CAL.measures("trtllm@1.0") and not CAL.measures("sglang")
+
+
+def test_prefill_decode_has_no_rows_of_its_own_and_says_so() -> None:
+    why = CAL.extrapolated("prefill/decode", None)
+    assert any("no unseen row of the prefill/decode regime" in w for w in why)
+    assert CAL.band("prefill/decode") == max(e.p90 for e in CAL.errors if e.held_out)
+    assert not CAL.extrapolated("request rate", "h100-sxm", "trtllm")
