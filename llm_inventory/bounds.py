@@ -65,6 +65,8 @@ IMAGES = Bound(4096, "items", "media items in one request; engines cap them far 
                "(vLLM's --limit-mm-per-prompt)", low=0)
 FRAMES = Bound(2**16, "frames", "an hour of video at 16 frames a second (57,600)")
 PIXELS = Bound(2**16, "pixels", "8x the width of an 8K image (7,680); image sides and patches")
+REQUESTS = Bound(2**30, "requests", "a finite run of a billion requests is past any "
+                 "benchmark; the estimate's cost does not grow with them")
 STEPS = Bound(10**6, "steps", "simulation and diffusion steps; routing also caps its work")
 SEED = Bound(2**64 - 1, "", "random seeds carry 64 bits", low=0)
 PLANS = Bound(10**6, "plans", "plans to show; the search judges far fewer", low=0)
@@ -150,6 +152,8 @@ OPTIONS: dict[str, Bound] = {
     "expert_bytes": SIZE,
     "isl": CONTEXT,  # recommend's input and output lengths (tokens)
     "osl": CONTEXT,
+    "replicas": DEVICES,  # recommend's pinned replicas: each holds at least one device
+    "requests": REQUESTS,
 }
 
 
