@@ -154,6 +154,8 @@ OPTIONS: dict[str, Bound] = {
     "osl": CONTEXT,
     "replicas": DEVICES,  # recommend's pinned replicas: each holds at least one device
     "requests": REQUESTS,
+    "prefill_replicas": DEVICES,
+    "decode_replicas": DEVICES,
 }
 
 

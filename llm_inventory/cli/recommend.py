@@ -216,6 +216,12 @@ def recommend(
     gpu_memory_utilization: Annotated[float | None, typer.Option(
         parser=_fraction, metavar="FRACTION",
         help="The engine's memory fraction, as it means it (default: the engine's).")] = None,
+    prefill_replicas: Annotated[int | None, typer.Option(
+        min=1, help="Prefill/decode plans: exactly this many prefill replicas (a rate they "
+             "cannot keep up with misses).")] = None,
+    decode_replicas: Annotated[int | None, typer.Option(
+        min=1, help="Prefill/decode plans: exactly this many decode replicas, priced at the "
+             "load each carries.")] = None,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the length sample.")] = 0,
     limit: Annotated[int | None, typer.Option(
         min=0, help="Plans to keep, best first (0: all; default 10 in the table).")] = None,
@@ -304,7 +310,8 @@ def recommend(
         kv_dtype=kv_dtype, seed=seed, limit=limit, tp=tp, pp=pp, ep=ep, context=context,
         disaggregation=disaggregation, replicas=replicas, requests=requests,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        gpu_memory_utilization=gpu_memory_utilization)
+        gpu_memory_utilization=gpu_memory_utilization, prefill_replicas=prefill_replicas,
+        decode_replicas=decode_replicas)
     result = _with_local_calibration(spec, request, profile, no_local_calibration)
     if plot is not None:
         from llm_inventory.render.plot import write_plot

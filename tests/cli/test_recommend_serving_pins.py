@@ -80,3 +80,29 @@ def test_bad_pins_exit_2_with_one_line(invoke: Invoke, args: list[str], flag: st
     assert run.stdout == ""
     assert len(run.stderr.strip().splitlines()) == 1
     assert flag in run.stderr
+
+
+def test_prefill_and_decode_pools_can_be_pinned(invoke: Invoke) -> None:
+    args = ["recommend", "llama-3.1-70b", "-d", "h100", "--isl", "8000", "--osl", "200",
+            "--qps", "3", "--ttft", "1s", "--tpot", "40ms", "-e", "sglang", "--limit", "0",
+            "--format", "json"]
+
+    def pd(*pins: str) -> dict[tuple[int, int], dict[str, object]]:
+        plans = invoke(*args, *pins).json()["plans"]
+        return {(p["tp"], p["pp"]): p for p in plans
+                if p["disaggregation"] == "prefill/decode"}
+
+    free, starved, wide = pd(), pd("--prefill-replicas", "1", "--decode-replicas", "1"), \
+        pd("--prefill-replicas", "3", "--decode-replicas", "3")
+    assert free and set(free) == set(starved) == set(wide)
+    for key, plan in wide.items():
+        assert (plan["prefill_replicas"], plan["decode_replicas"]) == (3, 3)
+        assert starved[key]["prefill_replicas"] == starved[key]["decode_replicas"] == 1
+        # more decode replicas: each carries fewer sequences, so each token comes sooner
+        assert plan["running_batch"] < starved[key]["running_batch"] + 1e-9
+    # one prefill replica cannot keep up with 3 requests/s of 8,000-token prompts here
+    missing = [p for p in starved.values()
+               if "the prefill replicas cannot keep up with the rate" in p["misses"]]
+    assert missing and all(p["status"] == "misses" and p["ttft"]["p50"] is None
+                           for p in missing)
+    assert all("inf" not in m for p in missing for m in p["misses"])

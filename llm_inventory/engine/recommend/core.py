@@ -239,7 +239,8 @@ def _judge(point: Point, request: RecommendRequest) -> tuple[Status, list[str]]:
         ratio = value / target
         worst = max(worst, ratio)
         if ratio > 1:
-            missed.append(f"{name} {key} {value * 1000:,.0f} ms > {target * 1000:,.0f} ms")
+            shown = f"{value * 1000:,.0f} ms" if math.isfinite(value) else "unbounded"
+            missed.append(f"{name} {key} {shown} > {target * 1000:,.0f} ms")
     if worst <= 1:
         return "meets", missed
     return ("near miss" if worst <= NEAR else "misses"), missed
@@ -380,7 +381,8 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     if rate is None:
         users = w.concurrency or batch
         rate = users / (prefill_alone(p, cal, isl, chunk) + lengths.osl * tpot)
-    decode_replicas = max(1, math.ceil(rate * lengths.osl * tpot / batch - 1e-9))
+    decode_replicas = request.decode_replicas or max(
+        1, math.ceil(rate * lengths.osl * tpot / batch - 1e-9))
     # the decode pool at its load, not at its batch limit: each replica runs what Little's
     # law gives, n = rate ÷ replicas × OSL × TPOT(n), at most the batch (a closed loop's
     # rate follows its TPOT)
@@ -406,12 +408,13 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     target = request.targets.ttft_s
     prefill_replicas = 1
     ttft = math.inf
-    for r in range(1, 10_000):
+    for r in ([request.prefill_replicas] if request.prefill_replicas else range(1, 10_000)):
+        prefill_replicas = r
         rho = rate * per_prompt / r
-        if rho >= 1:
+        if rho >= 1:  # a pinned pool that cannot keep up: its queue never drains
+            ttft = math.inf
             continue
         ttft = alone + rho * per_prompt / (2 * (1 - rho)) + transfer + cal.server_overhead_s
-        prefill_replicas = r
         if target is None or ttft <= target or rho <= 0.5:
             break
     ttft_l = Latency(p50=ttft, p95=ttft)
@@ -419,6 +422,12 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     point = Point(batch=batch, ttft=ttft_l, tpot=Latency(p50=tpot, p95=tpot),
                   e2e=Latency(p50=e2e, p95=e2e), rate=rate)
     status, missed = _judge(point, request)
+    if not math.isfinite(ttft):
+        status = "misses"
+        missed.append("the prefill replicas cannot keep up with the rate")
+    if rate * lengths.osl * tpot > batch * decode_replicas * (1 + 1e-9):
+        status = "misses"
+        missed.append("the decode replicas cannot hold the running sequences")
     gpus = (prefill_replicas + decode_replicas) * plan.devices_per_replica
     need = handoff * rate
     limit_bps = float(link * plan.devices_per_replica * prefill_replicas) if link else None

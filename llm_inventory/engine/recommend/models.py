@@ -99,6 +99,9 @@ class RecommendRequest(BaseModel):
     max_num_seqs: int | None = Field(default=None, ge=1)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1,
                                                  allow_inf_nan=False)
+    # prefill/decode pools pinned: replicas of each (None: sized to the load and targets)
+    prefill_replicas: int | None = Field(default=None, ge=1)
+    decode_replicas: int | None = Field(default=None, ge=1)
 
 
 class Cost(BaseModel):
