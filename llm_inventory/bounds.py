@@ -67,6 +67,8 @@ FRAMES = Bound(2**16, "frames", "an hour of video at 16 frames a second (57,600)
 PIXELS = Bound(2**16, "pixels", "8x the width of an 8K image (7,680); image sides and patches")
 DRAFT_TOKENS = Bound(64, "tokens", "tokens drafted a step: 4x llama.cpp's default --draft-max "
                      "(16); acceptance makes longer drafts worthless")
+REQUESTS = Bound(2**30, "requests", "a finite run of a billion requests is past any "
+                 "benchmark; the estimate's cost does not grow with them")
 STEPS = Bound(10**6, "steps", "simulation and diffusion steps; routing also caps its work")
 SEED = Bound(2**64 - 1, "", "random seeds carry 64 bits", low=0)
 PLANS = Bound(10**6, "plans", "plans to show; the search judges far fewer", low=0)
@@ -166,6 +168,10 @@ OPTIONS: dict[str, Bound] = {
     "host_memory": SIZE,
     "host_link": SIZE,
     "reload_tokens": TOKENS,
+    "replicas": DEVICES,  # recommend's pinned replicas: each holds at least one device
+    "requests": REQUESTS,
+    "prefill_replicas": DEVICES,
+    "decode_replicas": DEVICES,
 }
 
 

@@ -56,6 +56,16 @@ from llm_inventory.cli.speculative_options import (
 from llm_inventory.render.output import OutputFormat
 
 
+def _fraction(text: str) -> float:
+    from llm_inventory.errors import InputError
+    from llm_inventory.units import parse_fraction
+
+    try:
+        return parse_fraction(text, "gpu_memory_utilization")
+    except InputError as exc:
+        raise typer.BadParameter(exc.message) from exc
+
+
 def _seconds(field: str, text: str | None) -> float | None:
     """`2`, `2s`, `500ms`, `0.5`: seconds (`units.parse_seconds`); None passes through."""
     from llm_inventory.units import parse_seconds
@@ -222,6 +232,28 @@ def recommend(
     disaggregation: Annotated[bool, typer.Option(
         help="Consider disaggregated plans (separate prefill and decode pools, or the "
              "encoder on its own GPU).")] = True,
+    replicas: Annotated[int | None, typer.Option(
+        min=1, help="Serve with exactly this many replicas: load past them queues (and "
+             "misses), none are added. Prefill/decode plans are not considered.")] = None,
+    requests: Annotated[int | None, typer.Option(
+        min=1, help="A finite run of this many requests (a benchmark): past capacity they "
+             "queue and TTFT counts the wait, instead of never catching up.")] = None,
+    max_num_batched_tokens: Annotated[int | None, typer.Option(
+        parser=tokens_parser("max_num_batched_tokens"), metavar="TOKENS",
+        help="Tokens per engine step the plans run and launch with (default: the "
+             "engine's).")] = None,
+    max_num_seqs: Annotated[int | None, typer.Option(
+        min=1, help="Sequences per step the plans run and launch with (default: the "
+             "engine's; the launch line otherwise asks for the operating batch).")] = None,
+    gpu_memory_utilization: Annotated[float | None, typer.Option(
+        parser=_fraction, metavar="FRACTION",
+        help="The engine's memory fraction, as it means it (default: the engine's).")] = None,
+    prefill_replicas: Annotated[int | None, typer.Option(
+        min=1, help="Prefill/decode plans: exactly this many prefill replicas (a rate they "
+             "cannot keep up with misses).")] = None,
+    decode_replicas: Annotated[int | None, typer.Option(
+        min=1, help="Prefill/decode plans: exactly this many decode replicas, priced at the "
+             "load each carries.")] = None,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the length sample.")] = 0,
     limit: Annotated[int | None, typer.Option(
         min=0, help="Plans to keep, best first (0: all; default 10 in the table).")] = None,
@@ -331,7 +363,10 @@ def recommend(
                             allowed="a positive price in $ per kWh, below 1,000,000"),
         dtype=dtype,
         kv_dtype=kv_dtype, seed=seed, limit=limit, tp=tp, pp=pp, ep=ep, context=context,
-        disaggregation=disaggregation,
+        disaggregation=disaggregation, replicas=replicas, requests=requests,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        gpu_memory_utilization=gpu_memory_utilization, prefill_replicas=prefill_replicas,
+        decode_replicas=decode_replicas,
         speculative=speculative_request(speculative, draft_model, num_speculative_tokens,
                                         draft_tp, acceptance),
         **feature_fields(enable_lora, lora_rank, max_loras, max_cpu_loras, lora_dtype,

@@ -372,7 +372,8 @@ class Reporter:
                           chunk).seconds
         ttft = busy_ttft(profile, cal, isl=bound.prompt_tokens, decoding=bound.batch - 1,
                          context=facts.context, chunk=chunk)
-        trust = timing_trust(cal, PLACEMENT_REGIME, facts.request.device.id, "")
+        trust = timing_trust(cal, PLACEMENT_REGIME, facts.request.device, "",
+                             engine=facts.engine.name)
         band = trust.band
         per_replica = bound.batch / tpot
         return bound.model_copy(update={

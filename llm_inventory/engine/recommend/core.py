@@ -108,7 +108,9 @@ class Evaluator:
             ep=request.ep, dtype=request.dtype, kv_dtype=request.kv_dtype, limit=None,
             calibration=cal, speculative=request.speculative,
             lora=request.lora, multimodal=request.multimodal,
-            offload=request.offload)
+            offload=request.offload, max_num_batched_tokens=request.max_num_batched_tokens,
+            max_num_seqs=request.max_num_seqs,
+            gpu_memory_utilization=request.gpu_memory_utilization)
         self.placed = plan_placement(spec, self.placement_request)
         self.facts: ModelFacts = model_facts(spec, self.placement_request)
         self.chunk = self.facts.settings.max_num_batched_tokens
@@ -127,7 +129,7 @@ class Evaluator:
         peak = peak_flops(self.device, 16)
         if inv.encoder is None or not peak:
             return 0.0
-        return inv.encoder.flops / (peak * self.cal.efficiency(self.device.id).compute)
+        return inv.encoder.flops / (peak * self.cal.device_efficiency(self.device).compute)
 
     def profile(self, plan: Plan) -> WorkProfile | None:
         key = (plan.tp, plan.pp, plan.ep)
@@ -197,14 +199,24 @@ class Evaluator:
                      rate=rate)
 
     def under_load(self, p: WorkProfile, batch: int, rate: float | None,
-                   concurrency: float | None, extra: float) -> tuple[Point, bool]:
-        """The replica's real load: its share of the rate or of the users."""
+                   concurrency: float | None, extra: float,
+                   requests: int | None = None) -> tuple[Point, bool]:
+        """The replica's real load: its share of the rate or of the users (and of a finite
+        run's requests)."""
         lengths = self.lengths
         served = serve(p, self.cal, isl=max(1, round(self._prefill(lengths.isl))),
                        osl=max(1, round(lengths.osl)), cap=batch, chunk=self.chunk,
-                       rate=rate, concurrency=concurrency)
+                       rate=rate, concurrency=concurrency, requests=requests)
         point = self._spread(p, batch, served.tpot_s, served.requests_per_s, extra,
                              busy=served.concurrency)
+        if served.saturated and requests and rate and served.capacity_requests_per_s:
+            # a finite run past capacity: the i-th request waits i × (1/μ − 1/λ) behind the
+            # others, so the median waits half the run's backlog and p95 0.95 of it
+            backlog = requests * max(0.0, 1 / served.capacity_requests_per_s - 1 / rate)
+            point.ttft = Latency(p50=point.ttft.p50 + 0.5 * backlog,
+                                 p95=point.ttft.p95 + 0.95 * backlog)
+            point.e2e = Latency(p50=point.e2e.p50 + 0.5 * backlog,
+                                p95=point.e2e.p95 + 0.95 * backlog)
         if concurrency is not None and served.ttft_p50_s is not None:
             # users who start together wait in waves (and for a slot past the pool): the
             # percentiles of that schedule, with the length sample's spread on top
@@ -230,7 +242,8 @@ def _judge(point: Point, request: RecommendRequest) -> tuple[Status, list[str]]:
         ratio = value / target
         worst = max(worst, ratio)
         if ratio > 1:
-            missed.append(f"{name} {key} {value * 1000:,.0f} ms > {target * 1000:,.0f} ms")
+            shown = f"{value * 1000:,.0f} ms" if math.isfinite(value) else "unbounded"
+            missed.append(f"{name} {key} {shown} > {target * 1000:,.0f} ms")
     if worst <= 1:
         return "meets", missed
     return ("near miss" if worst <= NEAR else "misses"), missed
@@ -311,32 +324,40 @@ def _plain(ev: Evaluator, plan: Plan, request: RecommendRequest,
                                   tokens_per_s_per_user=1 / pt.tpot.p50, on_front=False))
     rate = None
     users = None
+    pinned = request.replicas
     if w.qps is not None:
         per_replica = op.batch / (op.ttft.p50 + ev.lengths.osl * op.tpot.p50)
-        replicas = max(1, math.ceil(w.qps / per_replica - 1e-9))
+        replicas = pinned or max(1, math.ceil(w.qps / per_replica - 1e-9))
         rate = w.qps / replicas
     elif w.concurrency is not None:
-        replicas = max(1, math.ceil(w.concurrency / op.batch - 1e-9))
+        replicas = pinned or max(1, math.ceil(w.concurrency / op.batch - 1e-9))
         users = w.concurrency / replicas
         # a closed loop never has more requests in flight than its users: the engine is
         # sized to them, not to what its KV pool could hold
         op = replace(op, batch=min(op.batch, max(1, math.ceil(users - 1e-9))))
     else:
-        replicas = 1
+        replicas = pinned or 1
+    # a finite run: each replica serves its share of the requests
+    share = (max(1, math.ceil(request.requests / replicas - 1e-9))
+             if request.requests is not None else None)
     if rate is not None or users is not None:
-        final, saturated = ev.under_load(p, op.batch, rate, users, extra)
+        final, saturated = ev.under_load(p, op.batch, rate, users, extra, share)
     else:  # no traffic given: the batch at its bound, every request queued
         final, saturated = op, False
-    served = (w.qps if w.qps is not None else
-              final.rate * replicas if users is not None else op.rate)
+    served = (min(w.qps, final.rate * replicas) if w.qps is not None and saturated else
+              w.qps if w.qps is not None else
+              final.rate * replicas if users is not None else op.rate * replicas)
     if plan.disaggregation == "encoder":
         encoder_gpus = max(1, math.ceil(served * ev.encoder_s))
         notes.append(f"{encoder_gpus} encoder GPU(s) beside the replicas")
     gpus = replicas * per_gpu_rep + encoder_gpus
     status, missed = _judge(final, request)
-    if saturated:
+    if saturated and share is None:
         status = "misses"
         missed.append("the replicas cannot keep up with the rate")
+    elif saturated:
+        notes.append(f"past capacity: each replica's {share:,} requests queue, and the "
+                     "TTFT counts their wait")
     tokens = served * ev.lengths.osl
     return _finish(ev, plan, request, replicas=replicas, gpus=gpus, batch=op.batch,
                    limit=limit, point=final, status=status, missed=missed, served=served,
@@ -368,7 +389,8 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     if rate is None:
         users = w.concurrency or batch
         rate = users / (prefill_alone(p, cal, isl, chunk) + lengths.osl * tpot)
-    decode_replicas = max(1, math.ceil(rate * lengths.osl * tpot / batch - 1e-9))
+    decode_replicas = request.decode_replicas or max(
+        1, math.ceil(rate * lengths.osl * tpot / batch - 1e-9))
     # the decode pool at its load, not at its batch limit: each replica runs what Little's
     # law gives, n = rate ÷ replicas × OSL × TPOT(n), at most the batch (a closed loop's
     # rate follows its TPOT)
@@ -394,12 +416,13 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     target = request.targets.ttft_s
     prefill_replicas = 1
     ttft = math.inf
-    for r in range(1, 10_000):
+    for r in ([request.prefill_replicas] if request.prefill_replicas else range(1, 10_000)):
+        prefill_replicas = r
         rho = rate * per_prompt / r
-        if rho >= 1:
+        if rho >= 1:  # a pinned pool that cannot keep up: its queue never drains
+            ttft = math.inf
             continue
         ttft = alone + rho * per_prompt / (2 * (1 - rho)) + transfer + cal.server_overhead_s
-        prefill_replicas = r
         if target is None or ttft <= target or rho <= 0.5:
             break
     ttft_l = Latency(p50=ttft, p95=ttft)
@@ -407,6 +430,12 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     point = Point(batch=batch, ttft=ttft_l, tpot=Latency(p50=tpot, p95=tpot),
                   e2e=Latency(p50=e2e, p95=e2e), rate=rate)
     status, missed = _judge(point, request)
+    if not math.isfinite(ttft):
+        status = "misses"
+        missed.append("the prefill replicas cannot keep up with the rate")
+    if rate * lengths.osl * tpot > batch * decode_replicas * (1 + 1e-9):
+        status = "misses"
+        missed.append("the decode replicas cannot hold the running sequences")
     gpus = (prefill_replicas + decode_replicas) * plan.devices_per_replica
     need = handoff * rate
     limit_bps = float(link * plan.devices_per_replica * prefill_replicas) if link else None
@@ -570,6 +599,8 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
                     continue
                 if plan.disaggregation is not None and not request.disaggregation:
                     continue
+                if plan.disaggregation == "prefill/decode" and request.replicas is not None:
+                    continue  # its pools are sized apart: --replicas cannot say them
                 found = (_disaggregated(ev, plan, request)
                          if plan.disaggregation == "prefill/decode"
                          else _plain(ev, plan, request, pareto))
@@ -589,7 +620,12 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
             readback = _read_back(spec, ev, chosen, launch)
     shown = ordered[:request.limit] if request.limit else ordered
     loaded = request.workload.qps is not None or request.workload.concurrency is not None
-    regime = "request rate" if loaded else "offline maximum"
+    # the regime whose held-out rows band the chosen plan's times: prefill/decode pools have
+    # no published measurement, so their band is the worst of the others (extrapolated)
+    regime = ("prefill/decode" if chosen is not None
+              and chosen.disaggregation == "prefill/decode" else
+              "concurrency" if request.workload.concurrency is not None else
+              "request rate" if loaded else "offline maximum")
     engine_label = next(iter(evaluators.values())).facts.engine.label if evaluators else ""
     notes = []
     if len(lengths.bins) == 1:
@@ -612,15 +648,33 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
         trust={
             "gpus": exact("whole replicas of plans whose memory fits"),
             "batch_limit": engine_rule("the engine's KV pool and max_num_seqs"),
-            "latency": timing_trust(cal, regime, None, f"the {regime} regime of "
-                                    f"published {cal.engine} measurements"),
-            "throughput": timing_trust(cal, regime, None, "requests served at the "
-                                       "operating batch"),
+            "latency": timing_trust(cal, regime, _chosen_device(request, chosen),
+                                    f"the {regime} regime of published {cal.engine} "
+                                    "measurements", engine=_chosen_engine(chosen, evaluators)),
+            "throughput": timing_trust(cal, regime, _chosen_device(request, chosen),
+                                       "requests served at the operating batch",
+                                       engine=_chosen_engine(chosen, evaluators)),
             "cost": exact("price catalog × GPUs: as exact as the dated list price"),
             "launch": engine_rule("the chosen command read back as `inventory launch` reads "
                                   "it: the engine's own start-up lines"),
         },
     )
+
+
+def _chosen_device(request: RecommendRequest, chosen: RecommendedPlan | None) -> Device | None:
+    """The chosen plan's device (its measurements decide the band), None with no plan."""
+    if chosen is None:
+        return None
+    return next((d for d in request.devices if d.id == chosen.device), None)
+
+
+def _chosen_engine(chosen: RecommendedPlan | None,
+                   evaluators: dict[tuple[str, str], Evaluator]) -> str | None:
+    """The chosen plan's engine, as its registry names it."""
+    if chosen is None:
+        return None
+    ev = evaluators.get((chosen.device, chosen.engine))
+    return ev.facts.engine.name if ev is not None else None
 
 
 def _read_back(spec: ModelSpec, ev: Evaluator, plan: RecommendedPlan,
@@ -656,7 +710,7 @@ def _launches(ev: Evaluator, plan: RecommendedPlan, request: RecommendRequest) -
     facts = ev.facts
     ranks = plan.ep // plan.tp if plan.ep > plan.tp and plan.ep % plan.tp == 0 else 1
     common = {"tp": plan.tp, "pp": plan.pp, "ep": plan.ep, "context": facts.context,
-              "max_num_seqs": max(1, plan.batch // ranks),
+              "max_num_seqs": request.max_num_seqs or max(1, plan.batch // ranks),
               "max_num_batched_tokens": facts.settings.max_num_batched_tokens,
               "disaggregation": plan.disaggregation,
               "kv_dtype": request.kv_dtype,  # as asked: an engine's own word stays its own

@@ -105,6 +105,17 @@ class RecommendRequest(BaseModel):
     # weights moved to host memory are placement's alone: recommend's step times read them
     # from the device)
     offload: Offload = Offload()
+    # pins of the serving itself: a fixed number of replicas (load past them queues, it adds
+    # none), a finite run of this many requests, and the engine's batch settings
+    replicas: int | None = Field(default=None, ge=1)
+    requests: int | None = Field(default=None, ge=1)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1,
+                                                 allow_inf_nan=False)
+    # prefill/decode pools pinned: replicas of each (None: sized to the load and targets)
+    prefill_replicas: int | None = Field(default=None, ge=1)
+    decode_replicas: int | None = Field(default=None, ge=1)
 
 
 class Cost(BaseModel):

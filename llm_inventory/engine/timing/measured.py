@@ -92,6 +92,22 @@ class Measurement(BaseModel):
             else v
 
     @property
+    def era(self) -> str:
+        """The engine and era that ran the row: TensorRT-LLM's TensorRT engines (0.9–0.17),
+        its PyTorch backend (1.0 and after), or the NIM container."""
+        edition = self.edition
+        if edition == "nim":
+            return "NIM 1.8"
+        if edition in ("1.0", "post-1.0"):
+            return "TensorRT-LLM PyTorch"
+        return "TensorRT-LLM TensorRT"
+
+    @property
+    def group(self) -> str:
+        """The row's group in the held-out split: its model family on its GPU class."""
+        return f"{self.model_family}/{self.gpu_class}"
+
+    @property
     def dtype(self) -> str:
         return _DTYPES[self.weight_dtype.lower()]
 
@@ -113,7 +129,7 @@ class Measurement(BaseModel):
         return self.tp, pp, self.ep or 1
 
     @property
-    def group(self) -> str:
+    def regime_name(self) -> str:
         return REGIMES[self.regime]
 
 
@@ -123,6 +139,8 @@ class Replayed(BaseModel):
     id: str
     regime: str
     edition: str
+    era: str = ""
+    group: str = ""
     device: str
     model: str
     figure: str
@@ -219,7 +237,8 @@ def replay(row: Measurement, setup: Setup, cal: Calibration) -> list[Replayed]:
     out = []
     for key, measured in row.figures.items():
         if key in found and measured:
-            out.append(Replayed(id=row.id, regime=row.group, edition=row.edition,
+            out.append(Replayed(id=row.id, regime=row.regime_name, era=row.era, group=row.group,
+                                edition=row.edition,
                                 device=p.device.id, model=row.model_family, figure=key,
                                 measured=float(measured), predicted=found[key]))
     return out

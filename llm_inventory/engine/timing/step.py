@@ -12,6 +12,12 @@ Rules (constants from `Calibration`):
 - Collectives add to it: TP all-reduce (2 per layer: fixed latency + ring payload
   2 × (tp − 1) / tp over the link × `link`), EP dispatch and combine per MoE layer.
 - Overhead: `step_overhead_s` + `layer_overhead_s` per layer (scheduling, sampling, launch).
+- CUDA graphs: a step that carries only decodes replays the graph the engine captured for
+  its batch (vLLM's `CUDAGraphWrapper`/cudagraph_capture_sizes, SGLang's
+  `CudaGraphRunner`, TensorRT-LLM's PyTorch `cuda_graph_config`): no kernel is launched
+  from the host layer by layer, so it pays `graph_layer_overhead_s` per layer and
+  `graph_collective_latency_s` per collective instead (when the calibration has them); a
+  step with prefill tokens runs eagerly.
 - Chunking: a step carries at most max_num_batched_tokens tokens; more make more steps.
 - Pipeline: a round crosses every stage once; each stage runs 1 ÷ pp of the layers for a
   micro-batch of 1 ÷ m of the sequences, m = min(pp, the round's sequences): a sequence is
@@ -77,7 +83,7 @@ def ep_straggler(experts: int, top_k: int, tokens: int, ep: int) -> float:
 
 def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCost:
     """One stage's step over `share` of the round's load."""
-    eff = cal.efficiency(p.device.id)
+    eff = cal.device_efficiency(p.device)
     g = p.attention_groups
     # decodes spread over the attention-DP groups; a prompt is prefilled by one group, so
     # few prompts load few groups: the busiest group carries this many tokens
@@ -108,6 +114,10 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
     memory = read / (p.bandwidth * eff.bandwidth)
     n = cal.smoothness
     work = (compute ** n + memory ** n) ** (1 / n) if compute or memory else 0.0
+    graphed = not load.prefill and cal.graph_layer_overhead_s is not None
+    latency = cal.collective_latency_s
+    if graphed and cal.graph_collective_latency_s is not None:
+        latency = cal.graph_collective_latency_s
     comm = 0.0
     link = p.link(p.tp)  # the TP all-reduce stays inside its TP group
     per_device_tokens = busiest
@@ -115,14 +125,17 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
     stage_layers = p.layers * layer_share
     if p.tp > 1:
         ring = payload * 2 * (p.tp - 1) / p.tp / (link * cal.link) if link else 0.0
-        comm += 2 * stage_layers * (cal.collective_latency_s + ring)
+        comm += 2 * stage_layers * (latency + ring)
     if p.ep > 1 and p.moe_layers:
         moved = per_device_tokens / max(1, p.tp) * min(p.top_k, p.ep - 1) * p.hidden \
             * p.activation_bytes * (p.ep - 1) / p.ep
         wide = p.link()  # the dispatch crosses the whole EP group
         alltoall = moved / (wide * cal.link) if wide else 0.0
-        comm += 2 * p.moe_layers * layer_share * (cal.collective_latency_s + alltoall)
-    overhead = cal.step_overhead_s + cal.layer_overhead_s * stage_layers
+        comm += 2 * p.moe_layers * layer_share * (latency + alltoall)
+    per_layer = cal.layer_overhead_s
+    if graphed and cal.graph_layer_overhead_s is not None:
+        per_layer = cal.graph_layer_overhead_s
+    overhead = cal.step_overhead_s + per_layer * stage_layers
     return StepCost(seconds=work + comm + overhead, compute_s=compute, memory_s=memory,
                     communication_s=comm, overhead_s=overhead, steps=1)
 

@@ -60,3 +60,21 @@ def test_a_dense_model_still_pays_for_its_prefill() -> None:
     load = Load(decode=32, context=8250, prefill=512, prompt=8000, prompts=32 / 500)
     plain = round_time(p, CAL, Load(decode=32, context=8250), 8192).seconds
     assert mean_round(p, CAL, load, 8192).seconds > plain
+
+
+def test_graph_costs_apply_to_decode_only_steps_and_only_when_calibrated() -> None:
+    # a decode-only step replays a CUDA graph: with graph costs in the calibration it pays
+    # them instead of the eager per-layer and per-collective costs; a step carrying prefill
+    # runs eagerly; the shipped constants carry none (the data did not support them)
+    assert CAL.graph_layer_overhead_s is None and CAL.graph_collective_latency_s is None
+    p = profile("gpt-oss-120b", "b200", 2)
+    graphs = CAL.model_copy(update={"graph_layer_overhead_s": 0.0,
+                                    "graph_collective_latency_s": 0.0})
+    decode = Load(decode=1, context=2000)
+    eager = round_time(p, CAL, decode, 8192)
+    graphed = round_time(p, graphs, decode, 8192)
+    assert graphed.overhead_s == CAL.step_overhead_s
+    assert graphed.communication_s < eager.communication_s
+    assert graphed.seconds < eager.seconds
+    mixed = Load(decode=1, context=2000, prefill=500, prompt=500, prompts=1)
+    assert round_time(p, graphs, mixed, 8192) == round_time(p, CAL, mixed, 8192)
