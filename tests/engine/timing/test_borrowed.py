@@ -54,11 +54,19 @@ def _timing(engine: str, device: str) -> dict[str, object]:
 
 
 def test_mi300x_is_timed_with_h200s_fractions_and_says_extrapolated() -> None:
-    own = _timing("trtllm", "h200")
-    borrowed = _timing("trtllm", "mi300x")
-    assert not own["extrapolated"]
-    assert borrowed["extrapolated"]
+    # TensorRT-LLM does not run on AMD: vLLM on both, the engine extrapolated on both
+    own = _timing("vllm", "h200")
+    borrowed = _timing("vllm", "mi300x")
     assert "no measurement on mi300x: h200's efficiencies" in str(borrowed["basis"])
+    assert "no measurement on h200" not in str(own["basis"])
+    assert borrowed["band"] == pytest.approx(min(1.0, 2 * float(str(own["band"]))))
+
+
+def test_a_device_with_no_rows_doubles_the_band_of_its_lender() -> None:
+    own = _timing("trtllm", "h100-sxm")
+    borrowed = _timing("trtllm", "h100-pcie")
+    assert not own["extrapolated"] and borrowed["extrapolated"]
+    assert "no measurement on h100-pcie: h100-sxm's efficiencies" in str(borrowed["basis"])
     assert borrowed["band"] == pytest.approx(min(1.0, 2 * float(str(own["band"]))))
 
 
