@@ -125,7 +125,7 @@ def kv(
         from llm_inventory.engine.kinds.uniform import STATE_BASIS
         from llm_inventory.engine.model_state import state_layers
         from llm_inventory.engine.state import StateRequest, size_state
-        from llm_inventory.engine.trust import counted
+        from llm_inventory.engine.trust import counted_state
         from llm_inventory.spec.loader import load_model
 
         spec = load_model(model)
@@ -165,7 +165,7 @@ def kv(
             layers=stack, tokens=tokens, sequences=sequences, dtype=kv_dtype,
             block_size=block_size, tp=tp, pp=pp,
         )).model_copy(update={"exact": spec.exact, "estimated": spec.estimated,
-                              "trust": {"state": counted(spec, STATE_BASIS)}})
+                              "trust": {"state": counted_state(spec, STATE_BASIS)}})
     else:
         if images or image_size or patch:
             raise InputError("images", "media need a model with an encoder: add --model")

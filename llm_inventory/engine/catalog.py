@@ -16,7 +16,7 @@ from llm_inventory.engine.kinds.uniform import STATE_BASIS
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.params import ComponentCount, count_parameters
 from llm_inventory.engine.state import StateRequest, size_state
-from llm_inventory.engine.trust import Trust, counted
+from llm_inventory.engine.trust import Trust, counted, counted_state
 from llm_inventory.spec.model import Family, ModelSpec
 from llm_inventory.units import normalize_dtype
 
@@ -132,7 +132,7 @@ def catalog_entry(
         **figures.model_dump(), "exact": spec.exact, "estimated": spec.estimated,
         "trust": {"parameters": counted(spec, "given totals (coarse form)" if spec.coarse
                                         else "counted from the tensors"),
-                  "state": counted(spec, STATE_BASIS)}})
+                  "state": counted_state(spec, STATE_BASIS)}})
 
 
 def model_detail(entry: ModelEntry, spec: ModelSpec) -> ModelDetail:

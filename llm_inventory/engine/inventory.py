@@ -29,7 +29,7 @@ from llm_inventory.engine.sampling import SamplerStateItem, sampler_state
 from llm_inventory.engine.shapes import Gemm, PhaseWork, attention_flops, phase_work
 from llm_inventory.engine.state import KindState, StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup, model_tensors
-from llm_inventory.engine.trust import Trust, counted, estimate, exact
+from llm_inventory.engine.trust import Trust, counted, counted_state, estimate, exact
 from llm_inventory.engine.trust import roofline as trust_roofline
 from llm_inventory.engine.weight_scheme import WeightScheme, describe_weights
 from llm_inventory.errors import InputError
@@ -440,7 +440,7 @@ def _trust(spec: ModelSpec, timing: Timing | None,
     tensors = counted(spec, "given totals (coarse form)" if given else "counted from the "
                       "tensors")
     found = {"parameters": tensors,
-             "state": counted(spec, "bytes per token, as each layer kind keeps them"),
+             "state": counted_state(spec, "bytes per token, as each layer kind keeps them"),
              "shapes": tensors, "communication": counted(spec, "payloads per layer and token")}
     from llm_inventory.engine.gguf_tensors import gguf_trust
 

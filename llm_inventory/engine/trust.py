@@ -82,6 +82,14 @@ def counted(spec: ModelSpec, basis: str) -> Trust:
     return Trust(kind="estimate", basis=spec.estimated or "architecture not modelled")
 
 
+def counted_state(spec: ModelSpec, basis: str) -> Trust:
+    """The state per token and sequence: as `counted`, and an `estimate` where the model's
+    state rule is assumed (`ModelSpec.state_estimated`)."""
+    if spec.state_estimated:
+        return Trust(kind="estimate", basis=spec.state_estimated)
+    return counted(spec, basis)
+
+
 def engine_rule(basis: str = "") -> Trust:
     return Trust(kind="engine rule", basis=basis)
 

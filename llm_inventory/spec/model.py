@@ -670,6 +670,9 @@ class ModelSpec(_Spec):
     # `estimated` says what is estimated; every result built from the model carries both.
     exact: bool = True
     estimated: str | None = None
+    # Set where the shapes are known but the state's rule is assumed, not held to a reference
+    # (no modelling code to read): what was assumed. The state is then an estimate.
+    state_estimated: Text | None = None
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

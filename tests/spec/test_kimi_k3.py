@@ -105,3 +105,17 @@ def test_unsupported_variants_are_refused_by_name(path: tuple[str, str], value: 
     with pytest.raises(InputError) as caught:
         from_hf_config(data, "config.json")
     assert field in str(caught.value)
+
+
+def test_the_parameters_are_exact_and_the_assumed_state_is_an_estimate() -> None:
+    """The count is held to the checkpoint's listing; the KDA/MLA state follows Kimi
+    Linear's rules with no Kimi-K3 code to hold it to, so its label says estimate."""
+    from llm_inventory.engine.inventory import InventoryRequest, build_inventory
+    from llm_inventory.spec.devices import resolve_device
+
+    spec = from_hf_config(CONFIG, "config.json")
+    assert spec.exact and spec.state_estimated
+    result = build_inventory(spec, InventoryRequest(device=resolve_device("b200")))
+    assert result.trust["parameters"].kind == "exact"
+    assert result.trust["state"].kind == "estimate"
+    assert "assumed" in result.trust["state"].basis

@@ -42,7 +42,7 @@ from llm_inventory.engine.placement.report import (
     widths,
 )
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
-from llm_inventory.engine.trust import Trust, counted, engine_rule, estimate, exact
+from llm_inventory.engine.trust import Trust, counted, counted_state, engine_rule, estimate, exact
 from llm_inventory.engine.trust import bound as bound_trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec
@@ -265,7 +265,7 @@ def _groups(facts: ModelFacts, request: PlacementRequest, cal: Calibration,
                     gguf_trust(facts.spec, facts.quant) or
                     counted(facts.spec, "counted from the model's tensors, with the engine's "
                             "padding")),
-        "state": counted(facts.spec, "bytes per token and per sequence, as each layer kind "
+        "state": counted_state(facts.spec, "bytes per token and per sequence, as each layer kind "
                          "keeps them"),
         "kv_pool": engine_rule(f"{label}'s budget, blocks and maximum concurrency"),
         "reserve": reserve_trust(facts.engine, request.device),

@@ -58,6 +58,12 @@ NOTE = ("Kimi-K3 has no transformers class: its count follows the checkpoint's t
         "dim² fp32 and a 3-channel conv window), the checkpoint's own code not being public")
 
 
+# The parameters are held to the checkpoint's listing; the state is not held to anything.
+STATE_ASSUMED = ("Kimi-K3's KDA and MLA state per token and per sequence follow Kimi Linear's "
+                 "rules (vLLM kda_state_shape), assumed: the checkpoint's own code is not "
+                 "public")
+
+
 def _flag(c: HFConfig, key: str, value: object) -> None:
     """A switch this builder supports at one value only (the released checkpoint's)."""
     if c.raw(key) != value:
@@ -200,6 +206,7 @@ def kimi_k3(c: HFConfig) -> ModelSpec:
     context = text.opt_integer("max_position_embeddings")
     spec = hf_model(c, Family.VLM, decoder=decoder, encoder=encoder, max_context=context,
                     notes=[NOTE])
+    spec = spec.model_copy(update={"state_estimated": STATE_ASSUMED})
     if spec.quantization is None and text.raw("quantization_config") is not None:
         # Kimi-K3 keeps its quantization_config (MXFP4 experts) in text_config.
         quant = from_quantization_config(text.raw("quantization_config"), text.label,
