@@ -5,7 +5,7 @@ router plus shared experts, and the checkpoint's multi-token-prediction layers."
 from __future__ import annotations
 
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import core, decoder_model, extra
+from llm_inventory.spec.hf.common import core, decoder_model, extra, rope_scaling
 from llm_inventory.spec.model import MTP, Component, ModelSpec, MoE, Shard, Stack
 
 
@@ -55,3 +55,33 @@ def glm4_moe(c: HFConfig) -> ModelSpec:
                   partial_rotary_factor=c.number("partial_rotary_factor"), moe=moe,
                   mtp=nextn_layers(c, c.integer("num_nextn_predict_layers", minimum=0)))
     return decoder_model(c, Stack(**fields))
+
+
+def solar_open(c: HFConfig) -> ModelSpec:
+    """Solar Open (transformers `models/solar_open`): GLM-4.5's MoE block in every layer
+    (`SolarOpenDecoderLayer` always builds `SolarOpenMoE`, a `Glm4MoeMoE`: router weight,
+    its `e_score_correction_bias` a buffer, `n_routed_experts` experts of
+    `moe_intermediate_size`, one shared MLP of n_shared_experts × moe_intermediate_size)
+    under Llama attention (`SolarOpenAttention`: q/k/v carry `attention_bias`, o_proj
+    never; no q/k norms). `SolarOpenConfig` deletes GLM's `intermediate_size`,
+    `first_k_dense_replace`, `use_qk_norm` and MTP fields, so a file's copies of them
+    build nothing (irrelevant.py)."""
+    expert = c.integer("moe_intermediate_size")
+    shared = c.integer("n_shared_experts", minimum=0)
+    moe = MoE(
+        experts=c.integer("n_routed_experts"),
+        top_k=c.integer("num_experts_per_tok"),
+        expert_intermediate_size=expert,
+        shared_experts=1 if shared else 0,
+        shared_intermediate_size=expert * shared,
+    )
+    hidden = c.integer("hidden_size")
+    heads = c.integer("num_attention_heads")
+    return decoder_model(c, Stack(
+        layers=c.integer("num_hidden_layers"), hidden_size=hidden, heads=heads,
+        kv_heads=c.integer("num_key_value_heads"),
+        head_dim=c.integer("head_dim", hidden // heads), intermediate_size=0,
+        vocab_size=c.integer("vocab_size"), tied_embeddings=c.flag("tie_word_embeddings"),
+        qkv_bias=c.flag("attention_bias"), o_bias=False,
+        partial_rotary_factor=c.number("partial_rotary_factor", 1.0),
+        rope_scaling=rope_scaling(c), moe=moe))

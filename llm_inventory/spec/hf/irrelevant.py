@@ -170,6 +170,20 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "qkv_bias": "Qwen3MoeConfig reads attention_bias for the projection biases",
         "use_qk_norm": "Qwen3-MoE attention always has its q/k norms"},
     "qwen2_vl_vision": _QWEN_VL_VISION, "qwen2_5_vl_vision": _QWEN_VL_VISION,
+    # transformers 5.25 models/<type>/modeling_<type>.py, the class named in each reason
+    "cohere2_moe": {
+        "expert_selection_fn": "softmax or sigmoid over the chosen router logits "
+                               "(Cohere2MoeTopKRouter.forward): a routing choice, no tensor",
+        "shared_expert_combination_strategy": "sum or average of the shared and routed "
+                                              "outputs (Cohere2MoeSparseMoeBlock.forward)"},
+    "lfm2_moe": {"use_expert_bias": "Lfm2MoeSparseMoeBlock's expert_bias is an nn.Buffer "
+                                    "of num_experts routing offsets, not a weight"},
+    "solar_open": {
+        "intermediate_size": "SolarOpenConfig deletes the field: SolarOpenDecoderLayer "
+                             "always builds SolarOpenMoE, never a dense MLP",
+        "first_k_dense_replace": "SolarOpenConfig deletes the field: every layer is MoE",
+        "use_qk_norm": "SolarOpenConfig deletes the field: SolarOpenAttention (Llama's) "
+                       "has no q/k norms"},
 }
 
 # Mappings read whole by a helper that parses them (never a tower or a language model).
