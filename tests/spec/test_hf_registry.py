@@ -22,6 +22,7 @@ from llm_inventory.spec.model import Family, ModelSpec
 from tests.reference import DATA, model_config, oracle_totals, reference_models
 
 SUPPORTED = [
+    "afmoe",
     "apertus",
     "bailing_moe",
     "bert",
@@ -88,6 +89,7 @@ SUPPORTED = [
     "nemotron_h",
     "olmo2",
     "olmo3",
+    "olmo_hybrid",
     "olmoe",
     "opt",
     "phi",

@@ -26,7 +26,7 @@ ORACLE = DATA / "oracle-2026-tf525.json"
 FOLDER = DATA / "transformers-defaults-2026"
 ENTRIES: list[dict[str, Any]] = json.loads(ORACLE.read_text())
 COUNTED = [e for e in ENTRIES if isinstance(e.get("total_params"), int)]
-TYPES = ["cohere2_moe", "exaone_moe", "lfm2_moe", "solar_open"]
+TYPES = ["afmoe", "cohere2_moe", "exaone_moe", "lfm2_moe", "olmo_hybrid", "solar_open"]
 
 
 def _spec(name: str) -> ModelSpec:
@@ -113,3 +113,31 @@ def test_cohere2_moe_dense_prefix_from_first_k_dense_replace() -> None:
     kinds = stack.kinds()
     assert kinds[:2] == [LayerKind.SLIDING, LayerKind.FULL]
     assert kinds[2:6] == [LayerKind.SLIDING] * 3 + [LayerKind.FULL]
+
+
+def test_olmo_hybrid_gated_deltanet_layers_hold_a_fixed_state() -> None:
+    """OlmoHybridConfig(): three Gated DeltaNet layers to one attention layer; the linear
+    head widths default from hidden (0.75 × 3840 / 30 = 96 key, 192 value: transformers
+    caches recurrent_states of [1, 30, 96, 192] and a conv window over 2 × 2880 + 5760
+    channels)."""
+    spec = _spec("olmo_hybrid.json")
+    stack = spec.decoder
+    assert stack is not None and stack.linear_attention is not None
+    assert Counter(stack.kinds()) == {LayerKind.GDN: 24, LayerKind.FULL: 8}
+    linear = stack.linear_attention
+    assert (linear.key_heads, linear.key_head_dim, linear.v_heads, linear.v_dim) == (
+        30, 96, 30, 192)
+    entry = next(e for e in ENTRIES if e["file"] == "olmo_hybrid.json")
+    shapes = {s["tensor"]: s["shape"] for s in entry["fixed_state_per_sequence"]}
+    assert shapes["recurrent_states[0]"] == [1, 30, 96, 192]
+    assert shapes["conv_states[0]"][1] == 2 * 30 * 96 + 30 * 192
+
+
+def test_afmoe_expert_bias_is_a_parameter_and_global_layers_skip_rope() -> None:
+    """AfmoeSparseMoeBlock.expert_bias is an nn.Parameter (transformers counts it);
+    AfmoeAttention applies RoPE on sliding layers only."""
+    spec = _spec("afmoe.json")
+    stack = spec.decoder
+    assert stack is not None and stack.moe is not None and stack.moe.router_bias
+    full = stack.kinds().index(LayerKind.FULL)
+    assert not stack.at(full).rope and stack.at(0).rope

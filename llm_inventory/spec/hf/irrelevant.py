@@ -171,6 +171,8 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "use_qk_norm": "Qwen3-MoE attention always has its q/k norms"},
     "qwen2_vl_vision": _QWEN_VL_VISION, "qwen2_5_vl_vision": _QWEN_VL_VISION,
     # transformers 5.25 models/<type>/modeling_<type>.py, the class named in each reason
+    "afmoe": {"mup_enabled": "scales the embeddings by sqrt(hidden) (AfmoeModel.forward)",
+              "route_scale": "scales the routing weights (AfmoeTokenChoiceRouter.forward)"},
     "cohere2_moe": {
         "expert_selection_fn": "softmax or sigmoid over the chosen router logits "
                                "(Cohere2MoeTopKRouter.forward): a routing choice, no tensor",
@@ -178,6 +180,13 @@ BY_CLASS: dict[str, dict[str, str]] = {
                                               "outputs (Cohere2MoeSparseMoeBlock.forward)"},
     "lfm2_moe": {"use_expert_bias": "Lfm2MoeSparseMoeBlock's expert_bias is an nn.Buffer "
                                     "of num_experts routing offsets, not a weight"},
+    "olmo_hybrid": {
+        **dict.fromkeys(("linear_a_log_min", "linear_a_log_max", "linear_dt_min",
+                         "linear_dt_max", "linear_dt_init_floor"),
+                        "the range A_log and dt_bias are initialised in "
+                        "(OlmoHybridGatedDeltaNet.__init__): values, not shapes"),
+        "linear_allow_neg_eigval": "doubles beta in the recurrence "
+                                   "(OlmoHybridGatedDeltaNet.forward): no tensor"},
     "solar_open": {
         "intermediate_size": "SolarOpenConfig deletes the field: SolarOpenDecoderLayer "
                              "always builds SolarOpenMoE, never a dense MLP",

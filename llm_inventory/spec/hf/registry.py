@@ -29,6 +29,7 @@ Row = tuple[str, str, tuple[str, ...]]
 
 # Decoder-only language models: they can also be the language model of a composite config.
 TEXT_MODELS: dict[str, Row] = {
+    "afmoe": ("afmoe", "afmoe", ("AfmoeForCausalLM",)),
     "apertus": ("apertus", "apertus", ("ApertusForCausalLM",)),
     "bloom": ("bloom", "bloom", ("BloomForCausalLM",)),
     "cohere": ("cohere", "cohere", ("CohereForCausalLM",)),
@@ -83,6 +84,7 @@ TEXT_MODELS: dict[str, Row] = {
     "nemotron-nas": ("nemotron_nas", "nemotron_nas", ()),
     "olmo2": ("olmo", "olmo2", ("Olmo2ForCausalLM",)),
     "olmo3": ("olmo", "olmo3", ("Olmo3ForCausalLM",)),
+    "olmo_hybrid": ("olmo", "olmo_hybrid", ("OlmoHybridForCausalLM",)),
     "olmoe": ("olmo", "olmoe", ("OlmoeForCausalLM",)),
     "opt": ("opt", "opt", ("OPTForCausalLM",)),
     "phi": ("phi", "phi", ("PhiForCausalLM",)),
