@@ -66,6 +66,7 @@ SUPPORTED = [
     "kimi_linear",
     "lfm2",
     "lfm2_moe",
+    "lfm3",
     "llama",
     "llama4",
     "llava",

@@ -26,7 +26,8 @@ ORACLE = DATA / "oracle-2026-tf525.json"
 FOLDER = DATA / "transformers-defaults-2026"
 ENTRIES: list[dict[str, Any]] = json.loads(ORACLE.read_text())
 COUNTED = [e for e in ENTRIES if isinstance(e.get("total_params"), int)]
-TYPES = ["afmoe", "cohere2_moe", "exaone_moe", "lfm2_moe", "olmo_hybrid", "solar_open"]
+TYPES = ["afmoe", "cohere2_moe", "exaone_moe", "lfm2_moe", "lfm3", "olmo_hybrid",
+         "solar_open"]
 
 
 def _spec(name: str) -> ModelSpec:
@@ -141,3 +142,20 @@ def test_afmoe_expert_bias_is_a_parameter_and_global_layers_skip_rope() -> None:
     assert stack is not None and stack.moe is not None and stack.moe.router_bias
     full = stack.kinds().index(LayerKind.FULL)
     assert not stack.at(full).rope and stack.at(0).rope
+
+
+def test_lfm3_gates_each_attention_head_and_keeps_sandwich_norms() -> None:
+    """Lfm3Config(): 13 conv, 5 sliding and 6 full layers; g_proj (hidden → heads) on each
+    of the 11 attention layers, four norms per layer with use_sandwich_norm."""
+    spec = _spec("lfm3.json")
+    stack = spec.decoder
+    assert stack is not None
+    assert Counter(stack.kinds()) == {LayerKind.SHORT_CONV: 13, LayerKind.SLIDING: 5,
+                                      LayerKind.FULL: 6}
+    (gate,) = stack.extra
+    assert gate.shape == [16, 2048] and gate.layers is not None and len(gate.layers) == 11
+    assert stack.norms_per_layer == 4
+    off = from_hf_config({**json.loads((FOLDER / "lfm3.json").read_text()),
+                          "use_attention_gate": False, "use_sandwich_norm": False}, "lfm3")
+    drop = 11 * 16 * 2048 + 24 * 2 * 2048
+    assert count_parameters(spec).total - count_parameters(off).total == drop

@@ -63,7 +63,7 @@ PERTURBED = [
     # Types transformers 5.25 added (LFM2-MoE's bare defaults do not build: its stand-in)
     *sorted(f"transformers-defaults-2026/{t}.json" for t in (
         "afmoe", "cohere2_moe", "exaone_moe", "lfm2_moe--layer-types-of-LFM2-8B-A1B",
-        "olmo_hybrid", "solar_open")),
+        "lfm3", "olmo_hybrid", "solar_open")),
 ]
 
 

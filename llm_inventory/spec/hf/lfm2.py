@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import decoder_model, rope_scaling
-from llm_inventory.spec.model import LayerKind, ModelSpec, MoE, ShortConv, Stack
+from llm_inventory.spec.hf.common import decoder_model, extra, rope_scaling
+from llm_inventory.spec.model import (
+    Component,
+    LayerKind,
+    ModelSpec,
+    MoE,
+    Shard,
+    ShortConv,
+    Stack,
+)
 
 
 def _layer_types(c: HFConfig, layers: int) -> list[str]:
@@ -100,5 +108,56 @@ def lfm2_moe(c: HFConfig) -> ModelSpec:
         short_conv=ShortConv(kernel=c.integer("conv_L_cache"), bias=c.flag("conv_bias"),
                              state_dtype=c.dtype),
         moe=moe,
+    )
+    return decoder_model(c, stack)
+
+
+_LFM3_KINDS = {"conv": LayerKind.SHORT_CONV, "sliding_attention": LayerKind.SLIDING,
+               "full_attention": LayerKind.FULL}
+
+
+def _lfm3_kinds(c: HFConfig, layers: int) -> list[str]:
+    """`layer_types`, else full attention where i % 4 == 2, sliding where i % 4 == 0 past
+    the first layer, short convolutions elsewhere (`Lfm3Config.__post_init__`)."""
+    names = c.str_list("layer_types")
+    if names is None:
+        names = ["full_attention" if i % 4 == 2 else
+                 "sliding_attention" if i % 4 == 0 and i > 0 else "conv" for i in range(layers)]
+    if len(names) != layers or set(names) - set(_LFM3_KINDS):
+        raise InputError(f"{c.label}: layer_types", f"must be {layers} entries of "
+                         + ", ".join(f"\"{k}\"" for k in _LFM3_KINDS))
+    return [_LFM3_KINDS[name] for name in names]
+
+
+def lfm3(c: HFConfig) -> ModelSpec:
+    """LFM3 (transformers `models/lfm3`): LFM2's short convolutions (`conv_L_cache` taps)
+    beside sliding-window and full attention layers (`Lfm3Attention`, Qwen3's: q/k norms
+    per head, every projection with `attention_bias`, head_dim as given), and with
+    `use_attention_gate` a per-head sigmoid gate `g_proj` (hidden → heads, no bias) on each
+    attention layer; the gated `Lfm3MLP` at `intermediate_size` as written. With
+    `use_sandwich_norm` each layer adds norms after its operator and its MLP
+    (`Lfm3DecoderLayer`: four norms). A final `embedding_norm`."""
+    hidden = c.integer("hidden_size")
+    heads = c.integer("num_attention_heads")
+    layers = c.integer("num_hidden_layers")
+    kinds = _lfm3_kinds(c, layers)
+    bias = c.flag("attention_bias")
+    attention = [i for i, k in enumerate(kinds) if k != LayerKind.SHORT_CONV]
+    gates = [extra("self_attn.g_proj.weight", [heads, hidden], linear=True,
+                   shard=Shard.COLUMN, layers=attention, component=Component.ATTENTION)
+             ] if c.flag("use_attention_gate") and attention else []
+    stack = Stack(
+        layers=layers, hidden_size=hidden, heads=heads,
+        kv_heads=c.integer("num_key_value_heads"),
+        head_dim=c.integer("head_dim", hidden // heads),
+        intermediate_size=c.integer("intermediate_size"),
+        vocab_size=c.integer("vocab_size"), tied_embeddings=c.flag("tie_word_embeddings"),
+        qk_norm="head", qkv_bias=bias, o_bias=bias, rope_scaling=rope_scaling(c),
+        norms_per_layer=4 if c.flag("use_sandwich_norm") else 2,
+        layer_types=kinds,
+        sliding_window=c.integer("sliding_window") if LayerKind.SLIDING in kinds else None,
+        short_conv=ShortConv(kernel=c.integer("conv_L_cache"), bias=c.flag("conv_bias"),
+                             state_dtype=c.dtype),
+        extra=gates,
     )
     return decoder_model(c, stack)

@@ -67,6 +67,7 @@ TEXT_MODELS: dict[str, Row] = {
     "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
     "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
     "lfm2_moe": ("lfm2", "lfm2_moe", ("Lfm2MoeForCausalLM",)),
+    "lfm3": ("lfm2", "lfm3", ("Lfm3ForCausalLM",)),
     "llama": ("llama", "llama", ("LlamaForCausalLM",)),
     "longcat_flash": ("longcat", "longcat_flash", ("LongcatFlashForCausalLM",)),
     "mamba": ("mamba", "mamba", ("MambaForCausalLM",)),
