@@ -26,7 +26,8 @@ ORACLE = DATA / "oracle-2026-tf525.json"
 FOLDER = DATA / "transformers-defaults-2026"
 ENTRIES: list[dict[str, Any]] = json.loads(ORACLE.read_text())
 COUNTED = [e for e in ENTRIES if isinstance(e.get("total_params"), int)]
-TYPES = ["afmoe", "cohere2_moe", "exaone_moe", "lfm2_moe", "lfm3", "olmo_hybrid",
+TYPES = ["afmoe", "cohere2_moe", "exaone", "exaone_moe", "internlm3", "iquestcoder",
+         "lfm2_moe", "lfm3", "olmo_hybrid", "param2moe", "sarvam_mla", "sarvam_moe",
          "solar_open"]
 
 
@@ -159,3 +160,18 @@ def test_lfm3_gates_each_attention_head_and_keeps_sandwich_norms() -> None:
                           "use_attention_gate": False, "use_sandwich_norm": False}, "lfm3")
     drop = 11 * 16 * 2048 + 24 * 2 * 2048
     assert count_parameters(spec).total - count_parameters(off).total == drop
+
+
+@pytest.mark.parametrize(("model_type", "builder"), [
+    ("exaone", "llama"), ("internlm3", "llama"), ("iquestcoder", "llama"),
+    ("param2moe", "glm4_moe"), ("sarvam_mla", "deepseek_v3"), ("sarvam_moe", "glm4_moe")])
+def test_alias_types_read_by_the_class_transformers_builds(model_type: str,
+                                                           builder: str) -> None:
+    """Configuration classes of their own whose model is another type's class
+    (models/auto/modeling_auto.py): the registry row names that type's builder, and the
+    type's own class defaults fill what a file leaves out."""
+    from llm_inventory.spec.hf import registry
+
+    module, function, classes = registry.MODELS[model_type]
+    assert function == builder and classes == ()
+    assert _spec(f"{model_type}.json").exact

@@ -39,6 +39,8 @@ TEXT_MODELS: dict[str, Row] = {
     "deepseek_v3": ("deepseek", "deepseek_v3", ("DeepseekV3ForCausalLM",)),
     "deepseek_v32": ("deepseek", "deepseek_v32", ("DeepseekV32ForCausalLM",)),
     "deepseek_v4": ("deepseek_v4", "deepseek_v4", ("DeepseekV4ForCausalLM",)),
+    # ExaoneConfig builds LlamaForCausalLM (transformers models/auto/modeling_auto.py)
+    "exaone": ("llama", "llama", ()),
     "exaone4": ("exaone", "exaone4", ("Exaone4ForCausalLM",)),
     "exaone_moe": ("exaone", "exaone_moe", ("ExaoneMoeForCausalLM",)),
     "bailing_moe": ("bailing", "bailing_moe", ()),  # no transformers class
@@ -63,6 +65,10 @@ TEXT_MODELS: dict[str, Row] = {
     "granitemoe": ("granite", "granitemoe", ("GraniteMoeForCausalLM",)),
     "hunyuan": ("hunyuan", "hunyuan", ()),  # no transformers class
     "hunyuan_v1_moe": ("hunyuan", "hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",)),
+    # InternLM3Config builds LlamaForCausalLM
+    "internlm3": ("llama", "llama", ()),
+    # IQuestCoderConfig builds LlamaForCausalLM
+    "iquestcoder": ("llama", "llama", ()),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
     "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
     "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
@@ -88,6 +94,8 @@ TEXT_MODELS: dict[str, Row] = {
     "olmo_hybrid": ("olmo", "olmo_hybrid", ("OlmoHybridForCausalLM",)),
     "olmoe": ("olmo", "olmoe", ("OlmoeForCausalLM",)),
     "opt": ("opt", "opt", ("OPTForCausalLM",)),
+    # Param2MoeConfig builds Glm4MoeForCausalLM
+    "param2moe": ("glm", "glm4_moe", ()),
     "phi": ("phi", "phi", ("PhiForCausalLM",)),
     "phi3": ("phi", "phi3", ("Phi3ForCausalLM",)),
     "phimoe": ("phi", "phimoe", ("PhimoeForCausalLM",)),
@@ -98,6 +106,9 @@ TEXT_MODELS: dict[str, Row] = {
     "qwen3_5_text": ("qwen_next", "qwen3_5_text", ("Qwen3_5ForCausalLM",)),
     "qwen3_moe": ("qwen", "qwen3_moe", ("Qwen3MoeForCausalLM",)),
     "qwen3_next": ("qwen_next", "qwen3_next", ("Qwen3NextForCausalLM",)),
+    # SarvamMLAConfig builds DeepseekV3ForCausalLM, SarvamMoEConfig Glm4MoeForCausalLM
+    "sarvam_mla": ("deepseek", "deepseek_v3", ()),
+    "sarvam_moe": ("glm", "glm4_moe", ()),
     "seed_oss": ("seed_oss", "seed_oss", ("SeedOssForCausalLM",)),
     "smollm3": ("smollm", "smollm3", ("SmolLM3ForCausalLM",)),
     "solar_open": ("glm", "solar_open", ("SolarOpenForCausalLM",)),
