@@ -39,6 +39,7 @@ SUPPORTED = [
     "ernie4_5_moe",
     "exaone",
     "exaone4",
+    "exaone4_5",
     "exaone_moe",
     "falcon",
     "falcon_h1",

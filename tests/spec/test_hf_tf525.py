@@ -26,7 +26,7 @@ ORACLE = DATA / "oracle-2026-tf525.json"
 FOLDER = DATA / "transformers-defaults-2026"
 ENTRIES: list[dict[str, Any]] = json.loads(ORACLE.read_text())
 COUNTED = [e for e in ENTRIES if isinstance(e.get("total_params"), int)]
-TYPES = ["afmoe", "cohere2_moe", "exaone", "exaone_moe", "internlm3", "iquestcoder",
+TYPES = ["afmoe", "cohere2_moe", "exaone", "exaone4_5", "exaone_moe", "internlm3", "iquestcoder",
          "lfm2_moe", "lfm3", "olmo_hybrid", "param2moe", "sarvam_mla", "sarvam_moe",
          "solar_open"]
 
@@ -175,3 +175,17 @@ def test_alias_types_read_by_the_class_transformers_builds(model_type: str,
     module, function, classes = registry.MODELS[model_type]
     assert function == builder and classes == ()
     assert _spec(f"{model_type}.json").exact
+
+
+def test_exaone4_5_vision_blocks_use_grouped_query_attention() -> None:
+    """Exaone4_5_VisionAttention: qkv of (16 + 2 × 8) × 224 rows with bias, where
+    Qwen2.5-VL's has 3 × 16 heads; the language model is EXAONE 4's."""
+    spec = _spec("exaone4_5.json")
+    assert spec.encoder is not None and spec.decoder is not None
+    assert (spec.encoder.stack.heads, spec.encoder.stack.kv_heads) == (16, 8)
+    data = json.loads((FOLDER / "exaone4_5.json").read_text())
+    mha = from_hf_config({**data, "vision_config": {**data["vision_config"],
+                                                    "num_key_value_heads": 16}}, "mha")
+    qkv_rows = 2 * 8 * 224
+    assert count_parameters(mha).total - count_parameters(spec).total == 32 * qkv_rows * (
+        3584 + 1)

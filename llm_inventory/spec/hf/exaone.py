@@ -81,3 +81,27 @@ def exaone_moe(c: HFConfig) -> ModelSpec:
         layers=_moe_layers(c, c.integer("num_hidden_layers")),
     )
     return decoder_model(c, _stack(c, moe))
+
+
+def exaone4_5(c: HFConfig) -> ModelSpec:
+    """EXAONE 4.5 (transformers `models/exaone4_5`): Qwen2.5-VL's vision tower and merger
+    (`Exaone4_5_VisionModel`) with grouped-query attention in its blocks
+    (`Exaone4_5_VisionAttention`: a fused qkv of heads + 2 × `num_key_value_heads` head
+    widths, with bias) and an EXAONE 4 language model (`text_config`, read as `exaone4`:
+    `Exaone4_5_Config.__post_init__` maps the first release's `exaone4_5_text` to it).
+    Images follow `Qwen2VLImageProcessor` (models/auto/image_processing_auto.py)."""
+    from llm_inventory.spec.hf.common import sub_config, vlm_model
+    from llm_inventory.spec.hf.qwen_vl import qwen2_5_vl_tower
+
+    _, v = sub_config(c, "vision_config", "exaone4_5_vision")
+    encoder = qwen2_5_vl_tower(v)
+    assert encoder.stack is not None
+    encoder = encoder.model_copy(update={"stack": encoder.stack.model_copy(update={
+        "kv_heads": v.integer("num_key_value_heads")})})
+    _, text = sub_config(c, "text_config", "exaone4")
+    decoder = exaone4(text).decoder
+    assert decoder is not None
+    # The composite's own tie_word_embeddings decides (PreTrainedModel.tie_weights reads
+    # the top-level config).
+    decoder = decoder.model_copy(update={"tied_embeddings": c.flag("tie_word_embeddings")})
+    return vlm_model(c, decoder, encoder, text)

@@ -170,6 +170,7 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "qkv_bias": "Qwen3MoeConfig reads attention_bias for the projection biases",
         "use_qk_norm": "Qwen3-MoE attention always has its q/k norms"},
     "qwen2_vl_vision": _QWEN_VL_VISION, "qwen2_5_vl_vision": _QWEN_VL_VISION,
+    "exaone4_5_vision": _QWEN_VL_VISION,
     # transformers 5.25 models/<type>/modeling_<type>.py, the class named in each reason
     "afmoe": {"mup_enabled": "scales the embeddings by sqrt(hidden) (AfmoeModel.forward)",
               "route_scale": "scales the routing weights (AfmoeTokenChoiceRouter.forward)"},

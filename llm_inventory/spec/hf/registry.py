@@ -142,6 +142,7 @@ ENCODER_MODELS: dict[str, Row] = {
 
 # Composite (vision-language) models: a tower, a projector and a language model.
 MULTIMODAL_MODELS: dict[str, Row] = {
+    "exaone4_5": ("exaone", "exaone4_5", ("Exaone4_5_ForConditionalGeneration",)),
     "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
     "kimi_k25": ("kimi", "kimi_k25", ("Kimi_K25ForConditionalGeneration",)),
     "gemma3n": ("gemma3n", "gemma3n", ("Gemma3nForConditionalGeneration",)),
