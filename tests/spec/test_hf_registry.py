@@ -68,6 +68,7 @@ SUPPORTED = [
     "jamba",
     "kimi_k25",
     "kimi_linear",
+    "laguna",
     "lfm2",
     "lfm2_moe",
     "lfm3",

@@ -24,15 +24,17 @@ from tests.reference import DATA
 
 ORACLE = DATA / "oracle-2026-tf525.json"
 FOLDER = DATA / "transformers-defaults-2026"
+VARIANTS = DATA / "configs-2026-variants"
 ENTRIES: list[dict[str, Any]] = json.loads(ORACLE.read_text())
 COUNTED = [e for e in ENTRIES if isinstance(e.get("total_params"), int)]
 TYPES = ["afmoe", "cohere2_moe", "exaone", "exaone4_5", "exaone_moe", "internlm3", "iquestcoder",
-         "lfm2_moe", "lfm3", "olmo_hybrid", "param2moe", "sarvam_mla", "sarvam_moe",
+         "laguna", "lfm2_moe", "lfm3", "olmo_hybrid", "param2moe", "sarvam_mla", "sarvam_moe",
          "solar_open"]
 
 
 def _spec(name: str) -> ModelSpec:
-    return from_hf_config(json.loads((FOLDER / name).read_text()), name)
+    path = FOLDER / name if (FOLDER / name).is_file() else VARIANTS / name
+    return from_hf_config(json.loads(path.read_text()), name)
 
 
 def test_every_type_has_a_counted_entry_from_5_25() -> None:
@@ -189,3 +191,15 @@ def test_exaone4_5_vision_blocks_use_grouped_query_attention() -> None:
     qkv_rows = 2 * 8 * 224
     assert count_parameters(mha).total - count_parameters(spec).total == 32 * qkv_rows * (
         3584 + 1)
+
+
+def test_laguna_heads_and_gates_follow_each_layer() -> None:
+    """num_attention_heads_per_layer sizes q/o and g_proj per layer; "per-element" gates
+    one value per head channel (LagunaAttention)."""
+    spec = _spec("laguna--per-layer-heads-sliding.json")
+    stack = spec.decoder
+    assert stack is not None
+    assert [stack.at(i).heads for i in range(8)] == [48, 32, 32, 48, 32, 32, 32, 48]
+    assert sorted(g.shape[0] for g in stack.extra) == [32, 48]
+    wide = _spec("laguna--per-element-gate-bias.json").decoder
+    assert wide is not None and sorted(g.shape[0] for g in wide.extra) == [32 * 128, 48 * 128]

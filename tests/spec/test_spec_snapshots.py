@@ -63,7 +63,7 @@ PERTURBED = [
     # Types transformers 5.25 added (LFM2-MoE's bare defaults do not build: its stand-in)
     *sorted(f"transformers-defaults-2026/{t}.json" for t in (
         "afmoe", "cohere2_moe", "exaone", "exaone4_5", "exaone_moe", "internlm3", "iquestcoder",
-        "lfm2_moe--layer-types-of-LFM2-8B-A1B", "lfm3", "olmo_hybrid", "param2moe",
+        "laguna", "lfm2_moe--layer-types-of-LFM2-8B-A1B", "lfm3", "olmo_hybrid", "param2moe",
         "sarvam_mla", "sarvam_moe", "solar_open")),
 ]
 

@@ -179,6 +179,11 @@ BY_CLASS: dict[str, dict[str, str]] = {
                                "(Cohere2MoeTopKRouter.forward): a routing choice, no tensor",
         "shared_expert_combination_strategy": "sum or average of the shared and routed "
                                               "outputs (Cohere2MoeSparseMoeBlock.forward)"},
+    "laguna": {
+        "moe_apply_router_weight_on_input": "where the routing weight multiplies "
+                                            "(LagunaConfig refuses true): no tensor",
+        "moe_routed_scaling_factor": "scales the routed output (LagunaSparseMoeBlock)",
+        "moe_router_logit_softcapping": "a tanh cap on router logits (LagunaTopKRouter)"},
     "lfm2_moe": {"use_expert_bias": "Lfm2MoeSparseMoeBlock's expert_bias is an nn.Buffer "
                                     "of num_experts routing offsets, not a weight"},
     "olmo_hybrid": {

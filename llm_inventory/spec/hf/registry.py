@@ -71,6 +71,7 @@ TEXT_MODELS: dict[str, Row] = {
     "iquestcoder": ("llama", "llama", ()),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
     "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
+    "laguna": ("laguna", "laguna", ("LagunaForCausalLM",)),
     "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
     "lfm2_moe": ("lfm2", "lfm2_moe", ("Lfm2MoeForCausalLM",)),
     "lfm3": ("lfm2", "lfm3", ("Lfm3ForCausalLM",)),
