@@ -27,9 +27,9 @@ FOLDER = DATA / "transformers-defaults-2026"
 VARIANTS = DATA / "configs-2026-variants"
 ENTRIES: list[dict[str, Any]] = json.loads(ORACLE.read_text())
 COUNTED = [e for e in ENTRIES if isinstance(e.get("total_params"), int)]
-TYPES = ["afmoe", "cohere2_moe", "exaone", "exaone4_5", "exaone_moe", "internlm3", "iquestcoder",
-         "laguna", "lfm2_moe", "lfm3", "olmo_hybrid", "param2moe", "sarvam_mla", "sarvam_moe",
-         "solar_open"]
+TYPES = ["afmoe", "cohere2_moe", "exaone", "exaone4_5", "exaone_moe", "flex_olmo", "helium",
+         "internlm3", "iquestcoder", "jais2", "laguna", "lfm2_moe", "lfm3", "olmo_hybrid",
+         "param2moe", "sarvam_mla", "sarvam_moe", "solar_open"]
 
 
 def _spec(name: str) -> ModelSpec:

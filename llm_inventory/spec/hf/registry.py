@@ -49,6 +49,8 @@ TEXT_MODELS: dict[str, Row] = {
     "ernie4_5_moe": ("ernie", "ernie4_5_moe", ("Ernie4_5_MoeForCausalLM",)),
     "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
     "falcon_h1": ("falcon_h1", "falcon_h1", ("FalconH1ForCausalLM",)),
+    # FlexOlmoConfig: OLMoE's MoE under OLMo 2's attention and post-norms (same tensors)
+    "flex_olmo": ("olmo", "olmoe", ("FlexOlmoForCausalLM",)),
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
@@ -63,6 +65,7 @@ TEXT_MODELS: dict[str, Row] = {
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
     "granitemoehybrid": ("granite_hybrid", "granitemoehybrid", ("GraniteMoeHybridForCausalLM",)),
     "granitemoe": ("granite", "granitemoe", ("GraniteMoeForCausalLM",)),
+    "helium": ("llama", "helium", ("HeliumForCausalLM",)),
     "hunyuan": ("hunyuan", "hunyuan", ()),  # no transformers class
     "hunyuan_v1_moe": ("hunyuan", "hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",)),
     # InternLM3Config builds LlamaForCausalLM
@@ -70,6 +73,7 @@ TEXT_MODELS: dict[str, Row] = {
     # IQuestCoderConfig builds LlamaForCausalLM
     "iquestcoder": ("llama", "llama", ()),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
+    "jais2": ("llama", "jais2", ("Jais2ForCausalLM",)),
     "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
     "laguna": ("laguna", "laguna", ("LagunaForCausalLM",)),
     "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
