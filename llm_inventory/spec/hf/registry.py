@@ -44,8 +44,10 @@ TEXT_MODELS: dict[str, Row] = {
     "exaone4": ("exaone", "exaone4", ("Exaone4ForCausalLM",)),
     "exaone_moe": ("exaone", "exaone_moe", ("ExaoneMoeForCausalLM",)),
     "bailing_moe": ("bailing", "bailing_moe", ()),  # no transformers class
+    "cwm": ("llama", "cwm", ("CwmForCausalLM",)),
     "dbrx": ("dbrx", "dbrx", ("DbrxForCausalLM",)),
     "dots1": ("dots", "dots1", ("Dots1ForCausalLM",)),
+    "ernie4_5": ("llama", "ernie4_5", ("Ernie4_5ForCausalLM",)),
     "ernie4_5_moe": ("ernie", "ernie4_5_moe", ("Ernie4_5_MoeForCausalLM",)),
     "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
     "falcon_h1": ("falcon_h1", "falcon_h1", ("FalconH1ForCausalLM",)),
@@ -63,6 +65,7 @@ TEXT_MODELS: dict[str, Row] = {
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
     "gptj": ("gpt_neox", "gptj", ("GPTJForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
+    "granitemoeshared": ("granite", "granitemoeshared", ("GraniteMoeSharedForCausalLM",)),
     "granitemoehybrid": ("granite_hybrid", "granitemoehybrid", ("GraniteMoeHybridForCausalLM",)),
     "granitemoe": ("granite", "granitemoe", ("GraniteMoeForCausalLM",)),
     "helium": ("llama", "helium", ("HeliumForCausalLM",)),
