@@ -24,6 +24,7 @@ from tests.reference import DATA, model_config, oracle_totals, reference_models
 SUPPORTED = [
     "afmoe",
     "apertus",
+    "arcee",
     "bailing_moe",
     "bert",
     "bloom",
@@ -52,6 +53,8 @@ SUPPORTED = [
     "gemma3_text",
     "gemma3n",
     "gemma4",
+    "glm",
+    "glm4",
     "glm4_moe",
     "glm4_moe_lite",
     "glm_moe_dsa",

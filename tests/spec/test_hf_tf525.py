@@ -27,8 +27,8 @@ FOLDER = DATA / "transformers-defaults-2026"
 VARIANTS = DATA / "configs-2026-variants"
 ENTRIES: list[dict[str, Any]] = json.loads(ORACLE.read_text())
 COUNTED = [e for e in ENTRIES if isinstance(e.get("total_params"), int)]
-TYPES = ["afmoe", "cohere2_moe", "cwm", "ernie4_5", "exaone", "exaone4_5", "exaone_moe",
-         "flex_olmo", "granitemoeshared", "helium",
+TYPES = ["afmoe", "arcee", "cohere2_moe", "cwm", "ernie4_5", "exaone", "exaone4_5", "exaone_moe",
+         "flex_olmo", "glm", "glm4", "granitemoeshared", "helium",
          "internlm3", "iquestcoder", "jais2", "laguna", "lfm2_moe", "lfm3", "olmo_hybrid",
          "param2moe", "sarvam_mla", "sarvam_moe", "solar_open"]
 

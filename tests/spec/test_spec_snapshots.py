@@ -62,8 +62,8 @@ PERTURBED = [
     "more-configs/openai--whisper-base.json",
     # Types transformers 5.25 added (LFM2-MoE's bare defaults do not build: its stand-in)
     *sorted(f"transformers-defaults-2026/{t}.json" for t in (
-        "afmoe", "cohere2_moe", "cwm", "ernie4_5", "exaone", "exaone4_5", "exaone_moe",
-        "flex_olmo", "granitemoeshared", "helium",
+        "afmoe", "arcee", "cohere2_moe", "cwm", "ernie4_5", "exaone", "exaone4_5", "exaone_moe",
+        "flex_olmo", "glm", "glm4", "granitemoeshared", "helium",
         "internlm3", "iquestcoder", "jais2",
         "laguna", "lfm2_moe--layer-types-of-LFM2-8B-A1B", "lfm3", "olmo_hybrid", "param2moe",
         "sarvam_mla", "sarvam_moe", "solar_open")),

@@ -85,3 +85,32 @@ def solar_open(c: HFConfig) -> ModelSpec:
         qkv_bias=c.flag("attention_bias"), o_bias=False,
         partial_rotary_factor=c.number("partial_rotary_factor", 1.0),
         rope_scaling=rope_scaling(c), moe=moe))
+
+
+def _rotary_share(c: HFConfig) -> float:
+    """partial_rotary_factor: the file's key, else inside rope_parameters (where
+    transformers 5 keeps it; `GlmRotaryEmbedding` reads it there), else full."""
+    if c.has("partial_rotary_factor"):
+        return c.number("partial_rotary_factor")
+    rope = c.raw("rope_parameters")
+    value = rope.get("partial_rotary_factor") if isinstance(rope, dict) else None
+    return float(value) if isinstance(value, int | float) and 0 < value <= 1 else 1.0
+
+
+def _glm_dense(c: HFConfig, norms: int) -> ModelSpec:
+    return decoder_model(c, Stack(**core(
+        c, qkv_bias=c.flag("attention_bias"), o_bias=False, mlp_bias=False,
+        norms_per_layer=norms, partial_rotary_factor=_rotary_share(c))))
+
+
+def glm(c: HFConfig) -> ModelSpec:
+    """GLM-4 (transformers `models/glm`): q/k/v with `attention_bias`, o_proj never
+    (`GlmAttention`), a fused gate_up MLP without biases (`GlmMLP`, the same tensors as a
+    gated MLP), two norms per layer, partial rotary."""
+    return _glm_dense(c, 2)
+
+
+def glm4(c: HFConfig) -> ModelSpec:
+    """GLM-4-0414 (transformers `models/glm4`): GLM-4's layers with norms after attention
+    and after the MLP as well (`Glm4DecoderLayer`: four norms)."""
+    return _glm_dense(c, 4)

@@ -41,3 +41,10 @@ def ernie4_5(c: HFConfig) -> ModelSpec:
     every attention and MLP projection (`Ernie4_5Attention`, `Ernie4_5MLP`)."""
     bias = c.flag("use_bias")
     return decoder_model(c, Stack(**core(c, qkv_bias=bias, o_bias=bias, mlp_bias=bias)))
+
+
+def arcee(c: HFConfig) -> ModelSpec:
+    """Arcee (AFM, transformers `models/arcee`): Llama's attention (every projection with
+    `attention_bias`) and a plain MLP (`ArceeMLP`: up and down with `mlp_bias`, ReLU²
+    between, no gate)."""
+    return decoder_model(c, Stack(**core(c, mlp="plain")))

@@ -31,6 +31,7 @@ Row = tuple[str, str, tuple[str, ...]]
 TEXT_MODELS: dict[str, Row] = {
     "afmoe": ("afmoe", "afmoe", ("AfmoeForCausalLM",)),
     "apertus": ("apertus", "apertus", ("ApertusForCausalLM",)),
+    "arcee": ("llama", "arcee", ("ArceeForCausalLM",)),
     "bloom": ("bloom", "bloom", ("BloomForCausalLM",)),
     "cohere": ("cohere", "cohere", ("CohereForCausalLM",)),
     "cohere2": ("cohere", "cohere2", ("Cohere2ForCausalLM",)),
@@ -56,6 +57,8 @@ TEXT_MODELS: dict[str, Row] = {
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
+    "glm": ("glm", "glm", ("GlmForCausalLM",)),
+    "glm4": ("glm", "glm4", ("Glm4ForCausalLM",)),
     "glm_moe_dsa": ("deepseek", "glm_moe_dsa", ("GlmMoeDsaForCausalLM",)),
     "gpt2": ("gpt2", "gpt2", ("GPT2LMHeadModel",)),
     "gpt_bigcode": ("gpt2", "gpt_bigcode", ("GPTBigCodeForCausalLM",)),
