@@ -106,7 +106,13 @@ def test_transformers_defaults_for_absent_keys(model_type: str) -> None:
     assert _built(_minimal(model_type)) == _oracle()["minimal"][model_type]
 
 
-@pytest.mark.parametrize("model_type", WITH_CLASS)
+# transformers 5.25 cannot build these with an empty text_config, so there is no figure:
+# Exaone4_5_Config.__post_init__ reads text_config["model_type"] (KeyError).
+NO_EMPTY_SUB_CONFIG_FIGURE = {"exaone4_5"}
+
+
+@pytest.mark.parametrize("model_type",
+                         sorted(set(WITH_CLASS) - NO_EMPTY_SUB_CONFIG_FIGURE))
 def test_empty_sub_configs_take_their_class_defaults(model_type: str) -> None:
     """LLaVA and Mistral3 default an absent sub-config differently from an empty one."""
     data = _minimal(model_type, text_config={}, vision_config={})

@@ -20,3 +20,14 @@ def granitemoe(c: HFConfig) -> ModelSpec:
     moe = MoE(experts=c.integer("num_local_experts"), top_k=c.integer("num_experts_per_tok"),
               expert_intermediate_size=c.integer("intermediate_size"))
     return decoder_model(c, Stack(**core(c, mlp_bias=False, moe=moe)))
+
+
+def granitemoeshared(c: HFConfig) -> ModelSpec:
+    """Granite MoE with a shared expert (transformers `models/granitemoeshared`): GraniteMoE's
+    layers plus, when `shared_intermediate_size` is not 0, `GraniteMoeSharedMLP` (a gated
+    input_linear to 2 × shared_intermediate_size and output_linear, no biases)."""
+    shared = c.integer("shared_intermediate_size", minimum=0)
+    moe = MoE(experts=c.integer("num_local_experts"), top_k=c.integer("num_experts_per_tok"),
+              expert_intermediate_size=c.integer("intermediate_size"),
+              shared_experts=1 if shared else 0, shared_intermediate_size=shared)
+    return decoder_model(c, Stack(**core(c, mlp_bias=False, moe=moe)))

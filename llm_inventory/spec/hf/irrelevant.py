@@ -135,7 +135,7 @@ BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
     "deepseek_v2": _MLA, "deepseek_v3": _MLA, "deepseek_v32": _MLA, "glm4_moe_lite": _MLA,
-    "glm_moe_dsa": _MLA, "mistral4": _MLA,
+    "glm_moe_dsa": _MLA, "mistral4": _MLA, "sarvam_mla": _MLA,
     "clip_vision_model": {
         "projection_dim": "sizes CLIPVisionModelWithProjection's projection, not the tower "
                           "a composite model uses",
@@ -275,6 +275,35 @@ BY_CLASS: dict[str, dict[str, str]] = {
                                       "tensor",
         "projector_ln_eps": "an epsilon",
         "_attn_implementation": "an attention kernel choice"},
+    "exaone4_5_vision": _QWEN_VL_VISION,
+    # transformers 5.25 models/<type>/modeling_<type>.py, the class named in each reason
+    "afmoe": {"mup_enabled": "scales the embeddings by sqrt(hidden) (AfmoeModel.forward)",
+              "route_scale": "scales the routing weights (AfmoeTokenChoiceRouter.forward)"},
+    "cohere2_moe": {
+        "expert_selection_fn": "softmax or sigmoid over the chosen router logits "
+                               "(Cohere2MoeTopKRouter.forward): a routing choice, no tensor",
+        "shared_expert_combination_strategy": "sum or average of the shared and routed "
+                                              "outputs (Cohere2MoeSparseMoeBlock.forward)"},
+    "laguna": {
+        "moe_apply_router_weight_on_input": "where the routing weight multiplies "
+                                            "(LagunaConfig refuses true): no tensor",
+        "moe_routed_scaling_factor": "scales the routed output (LagunaSparseMoeBlock)",
+        "moe_router_logit_softcapping": "a tanh cap on router logits (LagunaTopKRouter)"},
+    "lfm2_moe": {"use_expert_bias": "Lfm2MoeSparseMoeBlock's expert_bias is an nn.Buffer "
+                                    "of num_experts routing offsets, not a weight"},
+    "olmo_hybrid": {
+        **dict.fromkeys(("linear_a_log_min", "linear_a_log_max", "linear_dt_min",
+                         "linear_dt_max", "linear_dt_init_floor"),
+                        "the range A_log and dt_bias are initialised in "
+                        "(OlmoHybridGatedDeltaNet.__init__): values, not shapes"),
+        "linear_allow_neg_eigval": "doubles beta in the recurrence "
+                                   "(OlmoHybridGatedDeltaNet.forward): no tensor"},
+    "solar_open": {
+        "intermediate_size": "SolarOpenConfig deletes the field: SolarOpenDecoderLayer "
+                             "always builds SolarOpenMoE, never a dense MLP",
+        "first_k_dense_replace": "SolarOpenConfig deletes the field: every layer is MoE",
+        "use_qk_norm": "SolarOpenConfig deletes the field: SolarOpenAttention (Llama's) "
+                       "has no q/k norms"},
 }
 
 # Mappings read whole by a helper that parses them (never a tower or a language model).

@@ -29,25 +29,37 @@ Row = tuple[str, str, tuple[str, ...]]
 
 # Decoder-only language models: they can also be the language model of a composite config.
 TEXT_MODELS: dict[str, Row] = {
+    "afmoe": ("afmoe", "afmoe", ("AfmoeForCausalLM",)),
     "apertus": ("apertus", "apertus", ("ApertusForCausalLM",)),
+    "arcee": ("llama", "arcee", ("ArceeForCausalLM",)),
     "bloom": ("bloom", "bloom", ("BloomForCausalLM",)),
     "cohere": ("cohere", "cohere", ("CohereForCausalLM",)),
     "cohere2": ("cohere", "cohere2", ("Cohere2ForCausalLM",)),
+    "cohere2_moe": ("cohere", "cohere2_moe", ("Cohere2MoeForCausalLM",)),
     "deepseek_v2": ("deepseek", "deepseek_v2", ("DeepseekV2ForCausalLM",)),
     "deepseek_v3": ("deepseek", "deepseek_v3", ("DeepseekV3ForCausalLM",)),
     "deepseek_v32": ("deepseek", "deepseek_v32", ("DeepseekV32ForCausalLM",)),
     "deepseek_v4": ("deepseek_v4", "deepseek_v4", ("DeepseekV4ForCausalLM",)),
+    # ExaoneConfig builds LlamaForCausalLM (transformers models/auto/modeling_auto.py)
+    "exaone": ("llama", "llama", ()),
     "exaone4": ("exaone", "exaone4", ("Exaone4ForCausalLM",)),
+    "exaone_moe": ("exaone", "exaone_moe", ("ExaoneMoeForCausalLM",)),
     "bailing_moe": ("bailing", "bailing_moe", ()),  # no transformers class
+    "cwm": ("llama", "cwm", ("CwmForCausalLM",)),
     "dbrx": ("dbrx", "dbrx", ("DbrxForCausalLM",)),
     "dots1": ("dots", "dots1", ("Dots1ForCausalLM",)),
+    "ernie4_5": ("llama", "ernie4_5", ("Ernie4_5ForCausalLM",)),
     "ernie4_5_moe": ("ernie", "ernie4_5_moe", ("Ernie4_5_MoeForCausalLM",)),
     "falcon": ("falcon", "falcon", ("FalconForCausalLM",)),
     "falcon_h1": ("falcon_h1", "falcon_h1", ("FalconH1ForCausalLM",)),
+    # FlexOlmoConfig: OLMoE's MoE under OLMo 2's attention and post-norms (same tensors)
+    "flex_olmo": ("olmo", "olmoe", ("FlexOlmoForCausalLM",)),
     "gemma": ("gemma", "gemma", ("GemmaForCausalLM",)),
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
     "gemma4_text": ("gemma4", "gemma4_text", ("Gemma4ForCausalLM",)),
+    "glm": ("glm", "glm", ("GlmForCausalLM",)),
+    "glm4": ("glm", "glm4", ("Glm4ForCausalLM",)),
     "glm_moe_dsa": ("deepseek", "glm_moe_dsa", ("GlmMoeDsaForCausalLM",)),
     "gpt2": ("gpt2", "gpt2", ("GPT2LMHeadModel",)),
     "gpt_bigcode": ("gpt2", "gpt_bigcode", ("GPTBigCodeForCausalLM",)),
@@ -57,14 +69,24 @@ TEXT_MODELS: dict[str, Row] = {
     "gpt_oss": ("gpt_oss", "gpt_oss", ("GptOssForCausalLM",)),
     "gptj": ("gpt_neox", "gptj", ("GPTJForCausalLM",)),
     "granite": ("granite", "granite", ("GraniteForCausalLM",)),
+    "granitemoeshared": ("granite", "granitemoeshared", ("GraniteMoeSharedForCausalLM",)),
     "granitemoehybrid": ("granite_hybrid", "granitemoehybrid", ("GraniteMoeHybridForCausalLM",)),
     "granitemoe": ("granite", "granitemoe", ("GraniteMoeForCausalLM",)),
+    "helium": ("llama", "helium", ("HeliumForCausalLM",)),
     "hunyuan": ("hunyuan", "hunyuan", ()),  # no transformers class
     "hunyuan_v1_moe": ("hunyuan", "hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",)),
     "hy_v3": ("hy", "hy_v3", ("HYV3ForCausalLM",)),
+    # InternLM3Config builds LlamaForCausalLM
+    "internlm3": ("llama", "llama", ()),
+    # IQuestCoderConfig builds LlamaForCausalLM
+    "iquestcoder": ("llama", "llama", ()),
     "jamba": ("jamba", "jamba", ("JambaForCausalLM",)),
+    "jais2": ("llama", "jais2", ("Jais2ForCausalLM",)),
     "kimi_linear": ("kimi_linear", "kimi_linear", ("KimiLinearForCausalLM",)),
+    "laguna": ("laguna", "laguna", ("LagunaForCausalLM",)),
     "lfm2": ("lfm2", "lfm2", ("Lfm2ForCausalLM",)),
+    "lfm2_moe": ("lfm2", "lfm2_moe", ("Lfm2MoeForCausalLM",)),
+    "lfm3": ("lfm2", "lfm3", ("Lfm3ForCausalLM",)),
     "llama": ("llama", "llama", ("LlamaForCausalLM",)),
     "longcat_flash": ("longcat", "longcat_flash", ("LongcatFlashForCausalLM",)),
     "mamba": ("mamba", "mamba", ("MambaForCausalLM",)),
@@ -83,8 +105,11 @@ TEXT_MODELS: dict[str, Row] = {
     "nemotron-nas": ("nemotron_nas", "nemotron_nas", ()),
     "olmo2": ("olmo", "olmo2", ("Olmo2ForCausalLM",)),
     "olmo3": ("olmo", "olmo3", ("Olmo3ForCausalLM",)),
+    "olmo_hybrid": ("olmo", "olmo_hybrid", ("OlmoHybridForCausalLM",)),
     "olmoe": ("olmo", "olmoe", ("OlmoeForCausalLM",)),
     "opt": ("opt", "opt", ("OPTForCausalLM",)),
+    # Param2MoeConfig builds Glm4MoeForCausalLM
+    "param2moe": ("glm", "glm4_moe", ()),
     "phi": ("phi", "phi", ("PhiForCausalLM",)),
     "phi3": ("phi", "phi3", ("Phi3ForCausalLM",)),
     "phimoe": ("phi", "phimoe", ("PhimoeForCausalLM",)),
@@ -95,8 +120,12 @@ TEXT_MODELS: dict[str, Row] = {
     "qwen3_5_text": ("qwen_next", "qwen3_5_text", ("Qwen3_5ForCausalLM",)),
     "qwen3_moe": ("qwen", "qwen3_moe", ("Qwen3MoeForCausalLM",)),
     "qwen3_next": ("qwen_next", "qwen3_next", ("Qwen3NextForCausalLM",)),
+    # SarvamMLAConfig builds DeepseekV3ForCausalLM, SarvamMoEConfig Glm4MoeForCausalLM
+    "sarvam_mla": ("deepseek", "deepseek_v3", ()),
+    "sarvam_moe": ("glm", "glm4_moe", ()),
     "seed_oss": ("seed_oss", "seed_oss", ("SeedOssForCausalLM",)),
     "smollm3": ("smollm", "smollm3", ("SmolLM3ForCausalLM",)),
+    "solar_open": ("glm", "solar_open", ("SolarOpenForCausalLM",)),
     "starcoder2": ("starcoder2", "starcoder2", ("Starcoder2ForCausalLM",)),
     # Step-3.5-Flash's flat file; transformers reads it as Step3p7TextConfig, no model class.
     "step3p5": ("step", "step3p5", ()),
@@ -127,6 +156,7 @@ ENCODER_MODELS: dict[str, Row] = {
 
 # Composite (vision-language) models: a tower, a projector and a language model.
 MULTIMODAL_MODELS: dict[str, Row] = {
+    "exaone4_5": ("exaone", "exaone4_5", ("Exaone4_5_ForConditionalGeneration",)),
     "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
     "kimi_k25": ("kimi", "kimi_k25", ("Kimi_K25ForConditionalGeneration",)),
     "kimi_k3": ("kimi_k3", "kimi_k3", ()),  # no transformers class
