@@ -100,7 +100,9 @@ def test_every_registered_type_and_no_other_file_is_top_level() -> None:
         p.stem.removeprefix("transformers-defaults--")
         for p in (DATA / "configs-2026-dense").glob("transformers-defaults--*.json")} | {
         p.stem.removeprefix("transformers-defaults--")
-        for p in (DATA / "configs-2026-frontier").glob("transformers-defaults--*.json")} | set(
+        for p in (DATA / "configs-2026-frontier").glob("transformers-defaults--*.json")} | {
+        p.stem.removeprefix("transformers-defaults--")
+        for p in (DATA / "configs-2026-late").glob("transformers-defaults--*.json")} | set(
         NO_CLASS)
     nested = {p.stem for p in (REFERENCES / "sub-configs").glob("*.json")}
     assert set(registry.MODELS) <= set(FILES)

@@ -102,6 +102,8 @@ SUPPORTED = [
     "mistral",
     "mistral3",
     "mistral4",
+    "mistral_large4",
+    "mistral_large4_text",
     "mixtral",
     "mllama",
     "modernbert",
@@ -190,7 +192,8 @@ def _counted_types() -> set[str]:
             types.add(entry["model_type"])
             for folder in ("configs-2026", "configs-2026-more", "configs-2026-dense",
                            "configs-2026-checkpoint-code", "configs-2026-variants",
-                           "transformers-defaults-2026", "configs-2026-frontier"):
+                           "transformers-defaults-2026", "configs-2026-frontier",
+                           "configs-2026-late"):
                 path = DATA / folder / entry["file"]
                 text = json.loads(path.read_text()).get("text_config") if path.is_file() \
                     else None

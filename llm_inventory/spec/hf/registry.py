@@ -100,6 +100,8 @@ TEXT_MODELS: dict[str, Row] = {
     "ministral3": ("mistral", "ministral3", ("Ministral3ForCausalLM",)),
     "mistral": ("mistral", "mistral", ("MistralForCausalLM",)),
     "mistral4": ("deepseek", "mistral4", ("Mistral4ForCausalLM",)),
+    # transformers builds it only inside mistral_large4 (no model class of its own)
+    "mistral_large4_text": ("mistral_large4", "mistral_large4_text", ()),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
     "nemotron_h": ("nemotron_h", "nemotron_h", ("NemotronHForCausalLM",)),
     "nemotron-nas": ("nemotron_nas", "nemotron_nas", ()),
@@ -169,6 +171,8 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "llava_onevision": ("llava", "llava_onevision", ("LlavaOnevisionForConditionalGeneration",)),
     "minimax_m3_vl": ("minimax_vl", "minimax_m3_vl", ("MiniMaxM3SparseForConditionalGeneration",)),
     "mistral3": ("mistral3", "mistral3", ("Mistral3ForConditionalGeneration",)),
+    # Mistral 3's composite around the mistral_large4_text language model
+    "mistral_large4": ("mistral3", "mistral3", ("MistralLarge4ForConditionalGeneration",)),
     "mllama": ("mllama", "mllama", ("MllamaForConditionalGeneration",)),
     "qwen2_5_omni": ("qwen_omni", "qwen2_5_omni", ("Qwen2_5OmniForConditionalGeneration",)),
     "qwen2_5_vl": ("qwen_vl", "qwen2_5_vl", ("Qwen2_5_VLForConditionalGeneration",)),

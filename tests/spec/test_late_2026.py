@@ -1,0 +1,95 @@
+"""Model types transformers 5.25 added late, each held to what transformers itself builds.
+
+tests/data/oracle-2026-late.json holds the figures `tools/reference_counts.py` read from
+transformers 5.25.0 (torch 2.13.0, meta device) for the configs under
+tests/data/configs-2026-late/ (index.json there says where each came from). For every entry
+the importer's count must equal transformers' to the parameter (total and active), the
+latent it caches per token must match on the same number of layers, the indexer keys on
+the same layers, and the count must be labelled exact.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from llm_inventory.engine.model_state import state_layers
+from llm_inventory.engine.params import count_parameters
+from llm_inventory.errors import InputError
+from llm_inventory.spec.hf import from_hf_config
+from llm_inventory.spec.model import ModelSpec
+from tests.reference import DATA
+
+ORACLE = DATA / "oracle-2026-late.json"
+FOLDER = DATA / "configs-2026-late"
+TYPES = {"mistral_large4", "mistral_large4_text"}
+ENTRIES: list[dict[str, Any]] = list(json.loads(ORACLE.read_text()))
+
+
+def _config(entry: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads((FOLDER / str(entry["file"])).read_text()))
+
+
+def _spec(entry: dict[str, Any]) -> ModelSpec:
+    return from_hf_config(_config(entry), str(entry["file"]))
+
+
+def test_the_set_covers_its_types_with_versions_recorded() -> None:
+    assert {e["model_type"] for e in ENTRIES} == TYPES
+    for e in ENTRIES:
+        assert e["versions"]["transformers"] == "5.25.0", e["file"]
+        assert str(e["versions"]["torch"]).startswith("2.13.0"), e["file"]
+        assert "error" not in e, e["file"]
+    listed = {e["file"] for e in json.loads((FOLDER / "index.json").read_text())}
+    assert listed == {p.name for p in FOLDER.glob("*.json")} - {"index.json"}
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
+def test_total_and_active_equal_transformers(entry: dict[str, Any]) -> None:
+    spec = _spec(entry)
+    params = count_parameters(spec)
+    assert params.total == entry["total_params"]
+    assert params.active == entry["active_params"]
+    assert spec.exact, spec.estimated
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
+def test_latent_and_indexer_keys_equal_transformers(entry: dict[str, Any]) -> None:
+    layers = [layer for layer in state_layers(_spec(entry)) for _ in range(layer.count)]
+    latent = Counter(layer.latent_dim for layer in layers)
+    assert dict(latent) == {int(k): v for k, v in
+                            entry["kv_elems_per_token_per_layer"].items()}
+    (keys,) = entry["other_per_token_state"]
+    assert keys["tensor"] == "indexer_keys"
+    assert Counter(layer.index_dim for layer in layers if layer.index_dim) == {
+        keys["elems_per_token"]: keys["layers"]}
+
+
+def test_mistral_large4_bytes_per_token_by_layer() -> None:
+    """Mistral Large 4's defaults at bf16: 54 rope layers keep 512 + 64 latent elements
+    and 18 NoPE layers (every fourth) 512, each with a 128-element indexer key: transformers'
+    cache, 2 bytes each, is (54 × 704 + 18 × 640) × 2 = 99,072 bytes per token."""
+    entry = next(e for e in ENTRIES if e["model_type"] == "mistral_large4")
+    layers = state_layers(_spec(entry))
+    per = Counter(layer.elements_per_token() for layer in layers for _ in range(layer.count))
+    assert per == {704: 54, 640: 18}
+    assert sum(k * v for k, v in per.items()) * 2 == 99_072
+    assert {layer.kind for layer in layers} == {"indexed_mla"}
+    total = entry["kv_elems_per_token"] + 72 * 128
+    assert sum(k * v for k, v in per.items()) == total
+
+
+def test_layers_that_share_a_latent_are_refused_by_name() -> None:
+    entry = next(e for e in ENTRIES if e["file"].startswith("constructed"))
+    config = _config(entry) | {"kv_source_layers": [0, 0, 2, 3, 4, 5, 6, 7]}
+    with pytest.raises(InputError, match="kv_source_layers"):
+        from_hf_config(config, "shared")
+
+
+def test_no_rope_layers_must_cover_every_layer() -> None:
+    entry = next(e for e in ENTRIES if e["file"].startswith("constructed"))
+    with pytest.raises(InputError, match="no_rope_layers"):
+        from_hf_config(_config(entry) | {"no_rope_layers": [1, 0]}, "short")
