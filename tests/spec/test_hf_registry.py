@@ -72,6 +72,7 @@ SUPPORTED = [
     "hunyuan",
     "hunyuan_v1_moe",
     "hy_v3",
+    "hy_v4",
     "internlm3",
     "internvl",
     "iquestcoder",

@@ -25,7 +25,7 @@ from tests.reference import DATA
 
 ORACLE = DATA / "oracle-2026-late.json"
 FOLDER = DATA / "configs-2026-late"
-TYPES = {"mistral_large4", "mistral_large4_text"}
+TYPES = {"hy_v4", "mistral_large4", "mistral_large4_text"}
 ENTRIES: list[dict[str, Any]] = list(json.loads(ORACLE.read_text()))
 
 
@@ -60,8 +60,9 @@ def test_total_and_active_equal_transformers(entry: dict[str, Any]) -> None:
 def test_latent_and_indexer_keys_equal_transformers(entry: dict[str, Any]) -> None:
     layers = [layer for layer in state_layers(_spec(entry)) for _ in range(layer.count)]
     latent = Counter(layer.latent_dim for layer in layers)
-    assert dict(latent) == {int(k): v for k, v in
-                            entry["kv_elems_per_token_per_layer"].items()}
+    expected = entry["kv_elems_per_token_per_layer"]
+    assert dict(latent) == ({int(k): v for k, v in expected.items()} if isinstance(
+        expected, dict) else {expected: entry["kv_layers_with_kv"]})
     (keys,) = entry["other_per_token_state"]
     assert keys["tensor"] == "indexer_keys"
     assert Counter(layer.index_dim for layer in layers if layer.index_dim) == {
@@ -82,14 +83,26 @@ def test_mistral_large4_bytes_per_token_by_layer() -> None:
     assert sum(k * v for k, v in per.items()) == total
 
 
+def test_hy4_keeps_indexer_keys_on_its_full_indexer_layers_alone() -> None:
+    """Hy4's defaults: 576 latent elements on all 34 layers, a 128-element indexer key on
+    the 10 layers that run their own indexer (0 and every fourth from 1)."""
+    entry = next(e for e in ENTRIES if e["file"] == "transformers-defaults--hy_v4.json")
+    spec = _spec(entry)
+    assert spec.decoder is not None
+    layers = [layer for layer in state_layers(spec) for _ in range(layer.count)]
+    assert [i for i in range(34) if not spec.decoder.at(i).shares_indexer] == [
+        0, 1, 5, 9, 13, 17, 21, 25, 29, 33]
+    assert Counter(layer.elements_per_token() for layer in layers) == {576: 24, 704: 10}
+
+
 def test_layers_that_share_a_latent_are_refused_by_name() -> None:
-    entry = next(e for e in ENTRIES if e["file"].startswith("constructed"))
+    entry = next(e for e in ENTRIES if e["file"].startswith("constructed--mistral"))
     config = _config(entry) | {"kv_source_layers": [0, 0, 2, 3, 4, 5, 6, 7]}
     with pytest.raises(InputError, match="kv_source_layers"):
         from_hf_config(config, "shared")
 
 
 def test_no_rope_layers_must_cover_every_layer() -> None:
-    entry = next(e for e in ENTRIES if e["file"].startswith("constructed"))
+    entry = next(e for e in ENTRIES if e["file"].startswith("constructed--mistral"))
     with pytest.raises(InputError, match="no_rope_layers"):
         from_hf_config(_config(entry) | {"no_rope_layers": [1, 0]}, "short")

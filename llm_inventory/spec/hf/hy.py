@@ -3,15 +3,26 @@ with per-head q/k RMSNorms (`HYV3Attention`, Apertus's), a dense MLP on the laye
 `mlp_layer_types` marks dense (the first alone by default) and elsewhere `HYV3MoE`: a
 router (weight only; its `e_score_correction_bias` is a buffer), routed experts of
 `moe_intermediate_size` and one shared MLP of `num_shared_experts` × `moe_intermediate_size`
-(`HYV3MLP`, which falls back to `intermediate_size` when that product is 0)."""
+(`HYV3MLP`, which falls back to `intermediate_size` when that product is 0).
+
+Hy4 (`hy_v4`) is GLM-5's sparse-attention MLA with Hy's additions: see `hy_v4`."""
 
 from __future__ import annotations
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import core, decoder_model
-from llm_inventory.spec.hf.deepseek import mtp_block
-from llm_inventory.spec.model import ModelSpec, MoE, Stack
+from llm_inventory.spec.hf.common import core, decoder_model, extra
+from llm_inventory.spec.hf.deepseek import _deepseek, mtp_block
+from llm_inventory.spec.model import (
+    Component,
+    ExtraTensor,
+    Indexer,
+    LayerOverride,
+    ModelSpec,
+    MoE,
+    Shard,
+    Stack,
+)
 
 
 def _sparse_layers(c: HFConfig, layers: int) -> list[int]:
@@ -48,3 +59,59 @@ def hy_v3(c: HFConfig) -> ModelSpec:
                      "layer(s) transformers does not build: the total leaves them out, "
                      "total_with_mtp counts them")
     return decoder_model(c, stack, notes=notes)
+
+
+def _hy_v4_indexer_types(c: HFConfig, layers: int) -> list[int]:
+    """The layers whose indexer is "shared" (no indexer of their own): `indexer_types`,
+    else every layer but 0 and those where (i − 1) % 4 == 0 (`HYV4Config.__post_init__`)."""
+    modes = c.str_list("indexer_types")
+    if modes is None:
+        return [i for i in range(layers) if i != 0 and (i - 1) % 4 != 0]
+    if len(modes) < layers or set(modes[:layers]) - {"full", "shared"} or modes[0] != "full":
+        raise InputError(f"{c.label}: indexer_types",
+                         f"needs full or shared for each of the {layers} layers, layer 0 full")
+    return [i for i, mode in enumerate(modes[:layers]) if mode == "shared"]
+
+
+def _hy_v4_extra(c: HFConfig, hidden: int, heads: int, v_dim: int, layers: int
+                 ) -> list[ExtraTensor]:
+    """What `HYV4Attention` and the hyper-connections add to GLM-5's layer: a sigmoid output
+    gate `gate_proj` (hidden → heads × v_head_dim) and a learned sink per head on every
+    layer; `HYV4HyperConnection` around attention and MLP (`fn` of 2 × hc_mult rows over
+    the hc_mult × hidden streams, `base` of 2 × hc_mult, two scales) and `HYV4HyperHead`'s
+    final collapse (`hc_fn` of hc_mult rows, `hc_base`, one scale)."""
+    mult, every, a = c.integer("hc_mult"), list(range(layers)), Component.ATTENTION
+    out = [extra("layers.{i}.self_attn.gate_proj.weight", [heads * v_dim, hidden],
+                 linear=True, shard=Shard.COLUMN, layers=every, component=a),
+           extra("layers.{i}.self_attn.sinks", [heads], shard=Shard.COLUMN, layers=every,
+                 component=a)]
+    for block in ("attn_hc", "ffn_hc"):
+        out += [extra(f"layers.{{i}}.{block}.fn", [2 * mult, mult * hidden], layers=every),
+                extra(f"layers.{{i}}.{block}.base", [2 * mult], layers=every),
+                extra(f"layers.{{i}}.{block}.scale", [2], layers=every)]
+    out += [extra("hc_head.hc_fn", [mult, mult * hidden]), extra("hc_head.hc_base", [mult]),
+            extra("hc_head.hc_scale", [1])]
+    return out
+
+
+def hy_v4(c: HFConfig) -> ModelSpec:
+    """Tencent Hy4 (transformers 5.25 `models/hy_v4`, `HYV4ForCausalLM`): GLM-5's
+    DeepSeek-Sparse-Attention layer (`GlmMoeDsaAttention`: MLA with query LoRA and a
+    lightning indexer over the query latent, none on "shared" `indexer_types` layers) with
+    an output gate and attention sinks, `HYV4MoE` (GLM-4.7-Flash's: routed experts and
+    `n_shared_experts` × `moe_intermediate_size` shared, dense MLPs on the `mlp_layer_types`
+    "dense" layers, the first alone by default), and DeepSeek-V4-style hyper-connections
+    without the Sinkhorn mix. transformers builds no multi-token-prediction layers."""
+    layers = c.integer("num_hidden_layers")
+    kinds = c.str_list("layer_types")
+    if kinds is not None and set(kinds) - {"indexed_attention"}:
+        raise InputError(f"{c.label}: layer_types",
+                         f"every layer is indexed_attention, got {sorted(set(kinds))}")
+    shared = _hy_v4_indexer_types(c, layers)
+    overrides = [LayerOverride(layers=shared, shares_indexer=True)] if shared else []
+    heads, hidden = c.integer("num_attention_heads"), c.integer("hidden_size")
+    indexer = Indexer(heads=c.integer("index_n_heads"), head_dim=c.integer("index_head_dim"),
+                      topk=c.integer("index_topk"))
+    return _deepseek(c, mtp_copies=False, first_dense=1, layer_types=["indexed_mla"],
+                     indexer=indexer, overrides=overrides,
+                     extra=_hy_v4_extra(c, hidden, heads, c.integer("v_head_dim"), layers))

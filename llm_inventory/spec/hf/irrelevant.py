@@ -135,7 +135,10 @@ BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
     "deepseek_v2": _MLA, "deepseek_v3": _MLA, "deepseek_v32": _MLA, "glm4_moe_lite": _MLA,
-    "glm_moe_dsa": _MLA, "mistral4": _MLA, "mistral_large4_text": _MLA, "sarvam_mla": _MLA,
+    "glm_moe_dsa": _MLA,
+    "hy_v4": {**_MLA, "hc_magnitude": "scales the hyper-connection's post gate: no tensor",
+              "learnable_sink_init": "the sinks' initial value: no tensor"},
+    "mistral4": _MLA, "mistral_large4_text": _MLA, "sarvam_mla": _MLA,
     "clip_vision_model": {
         "projection_dim": "sizes CLIPVisionModelWithProjection's projection, not the tower "
                           "a composite model uses",

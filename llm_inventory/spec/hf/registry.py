@@ -76,6 +76,7 @@ TEXT_MODELS: dict[str, Row] = {
     "hunyuan": ("hunyuan", "hunyuan", ()),  # no transformers class
     "hunyuan_v1_moe": ("hunyuan", "hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",)),
     "hy_v3": ("hy", "hy_v3", ("HYV3ForCausalLM",)),
+    "hy_v4": ("hy", "hy_v4", ("HYV4ForCausalLM",)),
     # InternLM3Config builds LlamaForCausalLM
     "internlm3": ("llama", "llama", ()),
     # IQuestCoderConfig builds LlamaForCausalLM
