@@ -123,7 +123,8 @@ def auto_config(data: dict[str, Any]) -> Any:
 
 # Text model types transformers builds only inside a wrapper (it has no model class of their
 # own): a flat file of one is passed as that wrapper's text_config, the rest left out.
-TEXT_INSIDE = {"mistral_large4_text": "mistral_large4", "step3p5": "step3p7"}
+TEXT_INSIDE = {"hy_v4_vl_text": "hy_v4_vl", "mistral_large4_text": "mistral_large4",
+               "step3p5": "step3p7"}
 
 
 def load_config(raw: dict[str, Any], notes: list[str]) -> tuple[Any, bool]:

@@ -73,6 +73,8 @@ SUPPORTED = [
     "hunyuan_v1_moe",
     "hy_v3",
     "hy_v4",
+    "hy_v4_vl",
+    "hy_v4_vl_text",
     "internlm3",
     "internvl",
     "iquestcoder",

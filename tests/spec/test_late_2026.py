@@ -25,7 +25,7 @@ from tests.reference import DATA
 
 ORACLE = DATA / "oracle-2026-late.json"
 FOLDER = DATA / "configs-2026-late"
-TYPES = {"hy_v4", "mistral_large4", "mistral_large4_text"}
+TYPES = {"hy_v4", "hy_v4_vl", "hy_v4_vl_text", "mistral_large4", "mistral_large4_text"}
 ENTRIES: list[dict[str, Any]] = list(json.loads(ORACLE.read_text()))
 
 
@@ -106,3 +106,23 @@ def test_no_rope_layers_must_cover_every_layer() -> None:
     entry = next(e for e in ENTRIES if e["file"].startswith("constructed--mistral"))
     with pytest.raises(InputError, match="no_rope_layers"):
         from_hf_config(_config(entry) | {"no_rope_layers": [1, 0]}, "short")
+
+
+# (height, width) → placeholder tokens by HYV4VLImageProcessor's smart_resize (sides rounded
+# to whole 32-pixel merged patches while the area stays within 512² … 2048²) and
+# HYV4VLProcessor._num_frame_tokens (merged rows × (merged columns + 1 newline)),
+# transformers 5.25.0 models/hy_v4_vl.
+HY4_IMAGE_TOKENS = {(512, 512): 16 * 17, (768, 1024): 24 * 33, (1080, 1920): 34 * 61,
+                    (2048, 2048): 64 * 65, (1000, 700): 31 * 23}
+
+
+def test_hy4_vl_image_tokens_follow_its_processor_within_its_pixel_limits() -> None:
+    from llm_inventory.engine.media import feature_tokens
+
+    entry = next(e for e in ENTRIES if e["model_type"] == "hy_v4_vl")
+    spec = _spec(entry)
+    assert spec.encoder is not None
+    for (height, width), tokens in HY4_IMAGE_TOKENS.items():
+        got = feature_tokens(spec.encoder.media, width=width, height=height)
+        assert got.feature_tokens == tokens, (height, width)
+    assert any("min/max pixel limits are not applied" in note for note in spec.notes)

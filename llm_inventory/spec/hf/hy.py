@@ -11,13 +11,23 @@ from __future__ import annotations
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import core, decoder_model, extra
+from llm_inventory.spec.hf.common import (
+    core,
+    decoder_model,
+    extra,
+    sub_config,
+    text_decoder,
+    vlm_model,
+)
 from llm_inventory.spec.hf.deepseek import _deepseek, mtp_block
+from llm_inventory.spec.hf.vision import vit
 from llm_inventory.spec.model import (
     Component,
+    Encoder,
     ExtraTensor,
     Indexer,
     LayerOverride,
+    Media,
     ModelSpec,
     MoE,
     Shard,
@@ -115,3 +125,49 @@ def hy_v4(c: HFConfig) -> ModelSpec:
     return _deepseek(c, mtp_copies=False, first_dense=1, layer_types=["indexed_mla"],
                      indexer=indexer, overrides=overrides,
                      extra=_hy_v4_extra(c, hidden, heads, c.integer("v_head_dim"), layers))
+
+
+def _hy_v4_vl_tower(v: HFConfig) -> Stack:
+    """`HYV4VLVisionModel` (HunYuan-VL's tower, transformers 5.25 models/hy_v4_vl): a patch
+    conv with bias, learned positions for a (max_image_size ÷ patch)² grid plus one,
+    pre-LayerNorm layers of biased multi-head attention (no sinks) and a plain biased MLP,
+    no final norm."""
+    hidden, channels, patch = (v.integer("hidden_size"), v.integer("num_channels"),
+                               v.integer("patch_size"))
+    edge = v.integer("max_image_size") // patch
+    # num_key_value_heads is set to the heads by __post_init__ and shapes nothing else.
+    v.superseded("num_key_value_heads")
+    stem = [extra("embeddings.patch_embedding.weight", [hidden, channels, patch, patch]),
+            extra("embeddings.patch_embedding.bias", [hidden])]
+    return vit(v, final_norm=False, position_embeddings=edge * edge + 1, extra=stem)
+
+
+def hy_v4_vl(c: HFConfig) -> ModelSpec:
+    """Hy4 with vision (`HYV4VLForConditionalGeneration`): the tower above, its patch merger
+    (`HYV4VLVisionPatchMerger`: an RMSNorm, a merge × merge strided conv to merge² × hidden
+    channels, a 1 × 1 conv to `out_hidden_size`, and a learned `image_newline` closing each
+    row of merged patches) and the `hy_v4_vl_text` language model, Hy4's layers.
+
+    The image's token count follows Qwen's smart_resize to whole merged patches with a
+    newline per row; the processor's pixel limits (512² to 2048² by default, processor
+    settings) are not applied, so tokens for images outside them are an estimate."""
+    _, v = sub_config(c, "vision_config")
+    decoder, text = text_decoder(c)
+    width, merge = v.integer("hidden_size"), v.integer("spatial_merge_size")
+    out = v.integer("out_hidden_size")
+    projector = [extra("patch_merger.before_rms.weight", [width]),
+                 extra("patch_merger.proj_conv.weight", [width * merge * merge, width, merge,
+                                                         merge], linear=True),
+                 extra("patch_merger.proj_conv.bias", [width * merge * merge]),
+                 extra("patch_merger.proj_out.weight", [out, width * merge * merge, 1, 1],
+                       linear=True),
+                 extra("patch_merger.proj_out.bias", [out]),
+                 extra("patch_merger.image_newline", [out])]
+    media = Media(patch_size=v.integer("patch_size"), spatial_merge_size=merge,
+                  row_break=True, round_sides=True)
+    encoder = Encoder(kind="vision", stack=_hy_v4_vl_tower(v), media=media,
+                      projector=projector)
+    tied = c.flag("tie_word_embeddings")
+    return vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), encoder, text,
+                     ["image tokens follow smart_resize to whole merged patches plus a "
+                      "newline per row; the processor's min/max pixel limits are not applied"])

@@ -131,13 +131,16 @@ _QWEN_VL_VISION = {
     "window_size": "which patches attend together: no tensor, no cache",
     "fullatt_block_indexes": "which blocks attend over the whole image: no tensor, no cache",
 }
+_HY_V4 = {**_MLA, "hc_magnitude": "scales the hyper-connection's post gate: no tensor",
+          "learnable_sink_init": "the sinks' initial value: no tensor"}
 BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
     "deepseek_v2": _MLA, "deepseek_v3": _MLA, "deepseek_v32": _MLA, "glm4_moe_lite": _MLA,
     "glm_moe_dsa": _MLA,
-    "hy_v4": {**_MLA, "hc_magnitude": "scales the hyper-connection's post gate: no tensor",
-              "learnable_sink_init": "the sinks' initial value: no tensor"},
+    "hy_v4": _HY_V4, "hy_v4_vl_text": _HY_V4,
+    "hy_v4_vl_vision": {"interpolate_mode": "how the learned positions are resized to an "
+                        "image's grid: no tensor"},
     "mistral4": _MLA, "mistral_large4_text": _MLA, "sarvam_mla": _MLA,
     "clip_vision_model": {
         "projection_dim": "sizes CLIPVisionModelWithProjection's projection, not the tower "

@@ -77,6 +77,8 @@ TEXT_MODELS: dict[str, Row] = {
     "hunyuan_v1_moe": ("hunyuan", "hunyuan_v1_moe", ("HunYuanMoEV1ForCausalLM",)),
     "hy_v3": ("hy", "hy_v3", ("HYV3ForCausalLM",)),
     "hy_v4": ("hy", "hy_v4", ("HYV4ForCausalLM",)),
+    # transformers builds it only inside hy_v4_vl: Hy4's layers at the VL model's defaults
+    "hy_v4_vl_text": ("hy", "hy_v4", ()),
     # InternLM3Config builds LlamaForCausalLM
     "internlm3": ("llama", "llama", ()),
     # IQuestCoderConfig builds LlamaForCausalLM
@@ -165,6 +167,7 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "kimi_k3": ("kimi_k3", "kimi_k3", ()),  # no transformers class
     "gemma3n": ("gemma3n", "gemma3n", ("Gemma3nForConditionalGeneration",)),
     "gemma4": ("gemma4", "gemma4", ("Gemma4ForConditionalGeneration",)),
+    "hy_v4_vl": ("hy", "hy_v4_vl", ("HYV4VLForConditionalGeneration",)),
     "internvl": ("internvl", "internvl", ("InternVLForConditionalGeneration",)),
     "llama4": ("llama4", "llama4", ("Llama4ForConditionalGeneration",)),
     "llava": ("llava", "llava", ("LlavaForConditionalGeneration",)),
