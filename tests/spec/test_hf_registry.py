@@ -86,6 +86,7 @@ SUPPORTED = [
     "laguna",
     "lfm2",
     "lfm2_moe",
+    "lfm2_vl",
     "lfm3",
     "llama",
     "llama4",

@@ -25,7 +25,8 @@ from tests.reference import DATA
 
 ORACLE = DATA / "oracle-2026-late.json"
 FOLDER = DATA / "configs-2026-late"
-TYPES = {"hy_v4", "hy_v4_vl", "hy_v4_vl_text", "mistral_large4", "mistral_large4_text"}
+TYPES = {"hy_v4", "hy_v4_vl", "hy_v4_vl_text", "lfm2_vl", "mistral_large4",
+         "mistral_large4_text"}
 ENTRIES: list[dict[str, Any]] = list(json.loads(ORACLE.read_text()))
 
 
@@ -52,17 +53,22 @@ def test_total_and_active_equal_transformers(entry: dict[str, Any]) -> None:
     spec = _spec(entry)
     params = count_parameters(spec)
     assert params.total == entry["total_params"]
-    assert params.active == entry["active_params"]
+    if entry.get("active_params") is not None:
+        assert params.active == entry["active_params"]
     assert spec.exact, spec.estimated
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
-def test_latent_and_indexer_keys_equal_transformers(entry: dict[str, Any]) -> None:
+def test_cache_per_token_and_indexer_keys_equal_transformers(entry: dict[str, Any]) -> None:
     layers = [layer for layer in state_layers(_spec(entry)) for _ in range(layer.count)]
-    latent = Counter(layer.latent_dim for layer in layers)
+    # The key and value (or latent) each layer adds per token, the indexer key apart.
+    latent = Counter(layer.elements_per_token() - layer.index_dim for layer in layers)
     expected = entry["kv_elems_per_token_per_layer"]
     assert dict(latent) == ({int(k): v for k, v in expected.items()} if isinstance(
         expected, dict) else {expected: entry["kv_layers_with_kv"]})
+    if entry.get("other_per_token_state") is None:
+        assert not any(layer.index_dim for layer in layers)
+        return
     (keys,) = entry["other_per_token_state"]
     assert keys["tensor"] == "indexer_keys"
     assert Counter(layer.index_dim for layer in layers if layer.index_dim) == {

@@ -170,6 +170,7 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "hy_v4_vl": ("hy", "hy_v4_vl", ("HYV4VLForConditionalGeneration",)),
     "internvl": ("internvl", "internvl", ("InternVLForConditionalGeneration",)),
     "llama4": ("llama4", "llama4", ("Llama4ForConditionalGeneration",)),
+    "lfm2_vl": ("lfm2_vl", "lfm2_vl", ("Lfm2VlForConditionalGeneration",)),
     "llava": ("llava", "llava", ("LlavaForConditionalGeneration",)),
     "llava_next": ("llava", "llava_next", ("LlavaNextForConditionalGeneration",)),
     "llava_onevision": ("llava", "llava_onevision", ("LlavaOnevisionForConditionalGeneration",)),

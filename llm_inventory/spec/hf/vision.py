@@ -86,15 +86,34 @@ def _siglip(v: HFConfig) -> Stack:
     stem = [extra("embeddings.patch_embedding.weight", [hidden, channels, patch, patch]),
             extra("embeddings.patch_embedding.bias", [hidden])]
     if v.flag("vision_use_head"):
-        inner = v.integer("intermediate_size")
-        stem += [extra("head.probe", [1, 1, hidden]),
-                 extra("head.attention.in_proj_weight", [3 * hidden, hidden], linear=True),
-                 extra("head.attention.in_proj_bias", [3 * hidden])]
-        stem += linear("head.attention.out_proj", hidden, hidden)
-        stem += norm("head.layernorm", hidden, bias=True)
-        stem += linear("head.mlp.fc1", inner, hidden)
-        stem += linear("head.mlp.fc2", hidden, inner)
+        stem += _siglip_head(v, hidden)
     return vit(v, position_embeddings=patches(v) ** 2, extra=stem)
+
+
+def _siglip_head(v: HFConfig, hidden: int) -> list[ExtraTensor]:
+    """SigLIP's attention-pooling head (`SiglipMultiheadAttentionPoolingHead`)."""
+    inner = v.integer("intermediate_size")
+    head = [extra("head.probe", [1, 1, hidden]),
+            extra("head.attention.in_proj_weight", [3 * hidden, hidden], linear=True),
+            extra("head.attention.in_proj_bias", [3 * hidden])]
+    head += linear("head.attention.out_proj", hidden, hidden)
+    head += norm("head.layernorm", hidden, bias=True)
+    head += linear("head.mlp.fc1", inner, hidden)
+    head += linear("head.mlp.fc2", hidden, inner)
+    return head
+
+
+def _siglip2(v: HFConfig) -> Stack:
+    """SigLIP 2 (NaFlex) vision, transformers `models/siglip2`: SigLIP's tower with a linear
+    patch embedding (channels × patch² → hidden, with bias) over variable-size patches and
+    `num_patches` learned positions (resized to each image's grid)."""
+    hidden, channels, patch = (v.integer("hidden_size"), v.integer("num_channels"),
+                               v.integer("patch_size"))
+    stem = [extra("embeddings.patch_embedding.weight", [hidden, channels * patch * patch],
+                  linear=True),
+            extra("embeddings.patch_embedding.bias", [hidden])]
+    head = _siglip_head(v, hidden) if v.flag("vision_use_head") else []
+    return vit(v, position_embeddings=v.integer("num_patches"), extra=stem + head)
 
 
 def _pixtral(v: HFConfig) -> Stack:
@@ -110,7 +129,8 @@ def _pixtral(v: HFConfig) -> Stack:
 
 
 TOWERS: dict[str, Callable[[HFConfig], Stack]] = {
-    "clip_vision_model": _clip, "siglip_vision_model": _siglip, "pixtral": _pixtral}
+    "clip_vision_model": _clip, "siglip_vision_model": _siglip,
+    "siglip2_vision_model": _siglip2, "pixtral": _pixtral}
 
 
 def tower(model_type: str, v: HFConfig) -> Stack:
