@@ -22,7 +22,7 @@ from llm_inventory.engine.recommend.models import (
     Status,
 )
 from llm_inventory.engine.serving import get as get_engine
-from llm_inventory.engine.speculative import accepted_length
+from llm_inventory.engine.speculative import accepted_length, drafting_seconds, time_basis
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
@@ -140,12 +140,15 @@ class Evaluator:
             found = work_profile(self.facts, *key, work=self._work)
             spec = self.request.speculative
             if found is not None and spec is not None and spec.acceptance is not None:
-                # each round verifies k drafts per sequence after k drafting steps, each
-                # reading the drafter's weights once (`speculative.speculative_fit`'s rule)
+                # each round verifies k drafts per sequence after drafting them
+                # (`speculative.drafting_seconds`)
+                from llm_inventory.spec.draft_timing import default_draft_timing
+
                 drafter = self.facts.drafter(plan.tp, plan.ep)
                 k = spec.num_speculative_tokens
                 rate = found.bandwidth * self.cal.device_efficiency(self.device).bandwidth
-                draft = k * (drafter.step_bytes if drafter else 0) / max(1.0, rate)
+                draft = drafting_seconds(k, drafter.step_bytes, rate,
+                                         default_draft_timing()) if drafter else 0.0
                 found = replace(found, verify=k, draft_s=draft)
             self._profiles[key] = found
         return self._profiles[key]
@@ -711,10 +714,8 @@ def _speculative_trust(request: RecommendRequest) -> dict[str, Trust]:
     from llm_inventory.engine.trust import estimate
 
     return {"speculative_time": estimate(
-        f"rests on your acceptance rate ({spec.acceptance:g} per token, k = "
-        f"{spec.num_speculative_tokens}): (1 − a^(k+1)) ÷ (1 − a) tokens a round; a round "
-        "computes each sequence's k + 1 positions and reads its KV once, after k drafting "
-        "steps that each read the drafter's weights")}
+        time_basis(spec) + "; a round computes each sequence's k + 1 positions and reads "
+        "its KV and the weights once")}
 
 
 def _chosen_device(request: RecommendRequest, chosen: RecommendedPlan | None) -> Device | None:

@@ -170,7 +170,7 @@ def work_profile(facts: ModelFacts, tp: int, pp: int, ep: int,
     if peak is None:
         return None
     w = work or model_work(facts)
-    weights = max(facts.stage_weights(tp, pp, ep))
+    weights = max(facts.target_stage_weights(tp, pp, ep))  # a drafter reads its own
     experts_held = facts.expert_bytes(tp, ep) / pp
     return WorkProfile(
         device=device, tp=tp, pp=pp, ep=ep, layers=facts.layers,
