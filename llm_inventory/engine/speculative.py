@@ -35,7 +35,7 @@ from the prompt (`ngram`, `suffix`) runs on the host and is priced as free.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llm_inventory.engine.trust import Trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec, Shard
+from llm_inventory.units import DTYPE_BITS
 
 if TYPE_CHECKING:
     from llm_inventory.engine.placement.facts import ModelFacts
@@ -99,6 +100,9 @@ class Speculative(BaseModel):
     draft_tp: int | None = Field(default=None, ge=1)
     acceptance: float | None = Field(default=None, ge=0, le=1)
     draft_vocab: int | None = Field(default=None, ge=1)  # EAGLE-3's head (None: 32,000)
+    # the draft model's own K and V cache types where the engine keeps them apart from the
+    # target's (llama.cpp -ctkd/-ctvd; None: the engine's default for a draft)
+    draft_cache_types: tuple[str, str] | None = None
 
 
 def method_of(text: str, field: str = "speculative") -> Method:
@@ -187,15 +191,25 @@ def _last_layer_bytes(facts: ModelFacts, tp: int, ep: int) -> int:
 def _from_model(facts: ModelFacts, draft: ModelSpec,
                 tp: int) -> tuple[int, tuple[KvLayer, ...]]:
     """A draft model's weights and state layers on one rank of its own TP, as the engine
-    places any model (its padding, sharding and KV rules), at the target's KV dtype."""
+    places any model (its padding, sharding and KV rules), its cache at the target's KV
+    dtype unless the engine keeps the draft's apart (`ServingEngine.draft_cache`)."""
     from llm_inventory.engine.placement.facts import model_facts
 
+    asked = facts.request.speculative
+    assert asked is not None
     request = facts.request.model_copy(update={
         "speculative": None, "tp": tp, "pp": 1, "ep": None, "dtype": None,
-        "kv_dtype": facts.kv_dtype, "pp_layer_partition": None})
+        "kv_dtype": facts.kv_dtype, "pp_layer_partition": None,
+        **facts.engine.draft_cache(facts.request.engine_flags, asked)})
     own = model_facts(draft, request)
     weights = own.stage_weights(tp, 1, 1)[0]
-    return weights, own.target_kv_layers(tp, 0, own.layers)
+    layers = own.target_kv_layers(tp, 0, own.layers)
+    bits = own.engine.kv_bits(own.settings)
+    if bits is not None:  # the engine's own cache type, as `sequence_bytes` scales it
+        scale = bits / DTYPE_BITS[own.kv_dtype]
+        layers = tuple(replace(layer, bytes_per_token=math.ceil(layer.bytes_per_token * scale))
+                       for layer in layers)
+    return weights, layers
 
 
 def _layer_of_kind(facts: ModelFacts, tp: int, kind: str | None) -> tuple[KvLayer, ...]:

@@ -345,3 +345,33 @@ def test_sglang_gives_every_request_slot_draft_and_verify_headroom() -> None:
         facts.settings.model_copy(update={"speculative_tokens_per_request": 0}),
         Speculative(method="ngram", num_speculative_tokens=3))
     assert facts.engine.pool_layout(layers, ngram).measure(pool) == plain.measure(pool)
+
+
+def test_llamacpp_types_the_draft_cache_f16_whatever_the_targets() -> None:
+    """llama.cpp's draft context has its own cache types, -ctkd/-ctvd, F16 unless given
+    (common/common.h common_params_speculative_draft): a q8_0 target cache leaves the
+    draft's at F16, and -ctkd/-ctvd q8_0 shrink it to q8_0's 34 bytes a block of 32."""
+    def draft_kv(line: str) -> int:
+        era, rest = match_program(shlex.split(line))
+        command = era.parse_launch(rest)
+        assert command.speculative is not None
+        loaded = command.speculative.model_copy(update={
+            "draft_spec": load_model(str(QWEN3_06B))})
+        plan = predict_launch(load_preset("qwen3-8b"), command, era, resolve_device("h100"),
+                              speculative=loaded).plan
+        assert plan.speculative is not None
+        return plan.speculative.draft_kv_bytes_per_token
+
+    base = "llama-server -m qwen3-8b.gguf -md qwen3-0.6b.gguf -c 8192"
+    f16 = draft_kv(base)
+    # Qwen3-0.6B: 28 layers × 8 KV heads × 128 × K and V at 2 bytes
+    assert f16 == 28 * 8 * 128 * 2 * 2
+    assert draft_kv(base + " -ctk q8_0 -ctv q8_0") == f16
+    assert draft_kv(base + " -ctkd q8_0 -ctvd q8_0") == 28 * 8 * 128 * 2 * 34 // 32
+    era, rest = match_program(shlex.split(base + " -ctkd q8_0 -ctvd q8_0"))
+    command = era.parse_launch(rest)
+    assert command.speculative is not None
+    assert command.speculative.draft_cache_types == ("q8_0", "q8_0")
+    assert not any("ctkd" in flag or "ctvd" in flag for flag in command.ignored)
+    with pytest.raises(InputError):
+        era.parse_launch(shlex.split("-m t.gguf -md d.gguf -ctkd q9_9"))

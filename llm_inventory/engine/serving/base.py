@@ -571,6 +571,12 @@ class ServingEngine(ABC):
                          source="the drafter's weights beside the target's and its KV "
                          "layers in the same pool (generic rule)")
 
+    def draft_cache(self, flags: dict[str, FlagValue],
+                    asked: Speculative) -> dict[str, object]:
+        """What a draft model's placement request changes so its cache is typed as the
+        engine types a draft's (by default nothing: the target's KV dtype and flags)."""
+        return {}
+
     def speculative_settings(self, settings: EngineSettings,
                              asked: Speculative) -> EngineSettings:
         """The settings as speculative decoding changes them (an engine whose pool sizing
