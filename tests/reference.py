@@ -22,12 +22,26 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
+import sys
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data"
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def load_tool(name: str) -> ModuleType:
+    """A dev-only script of tools/ loaded as a module (`name`: its file's stem)."""
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @cache

@@ -3,10 +3,7 @@ their held-out error is what they say, and `recommend` prices a round as the fit
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -17,18 +14,12 @@ from llm_inventory.engine.speculative import Speculative, accepted_length
 from llm_inventory.spec.devices import resolve_device
 from llm_inventory.spec.draft_timing import default_draft_timing
 from llm_inventory.spec.presets import load_preset
-
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "fit_speculative.py"
+from tests.reference import load_tool
 
 
 @pytest.fixture(scope="module")
 def tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fit_speculative", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fit_speculative"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("fit_speculative")
 
 
 def test_the_packaged_constants_are_the_fit_of_the_fit_rows(tool: ModuleType) -> None:
