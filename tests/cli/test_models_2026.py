@@ -24,5 +24,6 @@ def test_a_container_lists_its_element_type() -> None:
 
 
 def test_this_years_presets_fit_80_columns() -> None:
-    for name in ("kimi-k3", "qwen3.6-35b-a3b", "nemotron-3-ultra-550b-a55b", "hy3"):
+    for name in ("kimi-k3", "qwen3.6-35b-a3b", "nemotron-3-ultra-550b-a55b", "hy3",
+                 "laguna-xs.2", "laguna-s-2.1"):
         assert len(_row(name, 80)) <= 80
