@@ -1,7 +1,15 @@
 """This year's presets held to their references: tests/data/preset-oracle-2026.json holds what
 `tools/reference_counts.py` read from each preset file with transformers 5.25.0 on the meta
 device (total, active and the cache per token of each layer); Kimi-K3, which transformers has
-no class for, is held to its checkpoint's tensor listing through the config beside it."""
+no class for, is held to its checkpoint's tensor listing through the config beside it.
+
+Rebuilt in a scratch environment (torch 2.13.0 CPU, transformers 5.25.0), from the
+repository root, with the five preset files named one by one:
+
+    python tools/reference_counts.py llm_inventory/data/presets/qwen3.6-35b-a3b.json
+        (... nemotron-3-ultra-550b-a55b, hy3, laguna-xs.2, laguna-s-2.1)
+        --out tests/data/preset-oracle-2026.json
+"""
 
 from __future__ import annotations
 
