@@ -294,7 +294,9 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "moe_apply_router_weight_on_input": "where the routing weight multiplies "
                                             "(LagunaConfig refuses true): no tensor",
         "moe_routed_scaling_factor": "scales the routed output (LagunaSparseMoeBlock)",
-        "moe_router_logit_softcapping": "a tanh cap on router logits (LagunaTopKRouter)"},
+        "moe_router_logit_softcapping": "a tanh cap on router logits (LagunaTopKRouter)",
+        "use_bidirectional_attention": "not a LagunaConfig field; LagunaModel always builds "
+                                       "a causal mask: a mask, no tensor or cache"},
     "lfm2_moe": {"use_expert_bias": "Lfm2MoeSparseMoeBlock's expert_bias is an nn.Buffer "
                                     "of num_experts routing offsets, not a weight"},
     "olmo_hybrid": {
