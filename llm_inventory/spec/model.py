@@ -586,6 +586,9 @@ class Quantization(_Spec):
     # a matmul weight of a module it does not name is unquantized.
     per_module: dict[Text, Quantization] = Field(default_factory=dict,
                                                  max_length=_b.LIST.limit)
+    # The routed experts' own scheme, where the checkpoint stores them apart from the rest
+    # (DeepSeek-V4's `expert_dtype: fp4` beside block-scaled FP8); None: the scheme above.
+    experts: Quantization | None = None
 
 
 class TensorRole(StrEnum):

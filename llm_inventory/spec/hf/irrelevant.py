@@ -243,6 +243,14 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "use_grouped_topk": "grouped routing, no tensor",
         **_MLA},
     "kimi_k3_linear_attn": {"gate_lower_bound": "a clamp on the forget gate's values"},
+    # DeepseekV4Config / modeling_deepseek_v4.py (transformers 5.25 models/deepseek_v4)
+    "deepseek_v4": {
+        "attention_bias": "a DeepseekV4Config field DeepseekV4Attention never reads: its "
+                          "projections carry no bias",
+        "num_key_value_heads": "a DeepseekV4Config field the modelling never reads: one "
+                               "shared KV head (kv_proj) whatever it says",
+        "num_hash_layers": "folds into mlp_layer_types: hash-routed layers keep the same "
+                           "parameters (DeepseekV4HashRouter's weight; tid2eid is a buffer)"},
     # HYV3Config (transformers 5.25 models/hy_v3): keys of Hy3's hub file it has no field for.
     "hy_v3": {
         "qk_norm": "HYV3Attention always builds its q/k norms",
