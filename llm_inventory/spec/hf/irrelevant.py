@@ -137,7 +137,12 @@ BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
     "deepseek_v2": _MLA, "deepseek_v3": _MLA, "deepseek_v32": _MLA, "glm4_moe_lite": _MLA,
-    "glm_moe_dsa": _MLA,
+    "glm_moe_dsa": {
+        **_MLA,
+        # not a GlmMoeDsaConfig field (GLM-5.2's hub file): the MTP layer's indexer, a layer
+        # the class does not build
+        "index_share_for_mtp_iteration": "concerns the MTP layer, which the class does not "
+                                         "build"},
     "hy_v4": _HY_V4, "hy_v4_vl_text": _HY_V4,
     "hy_v4_vl_vision": {"interpolate_mode": "how the learned positions are resized to an "
                         "image's grid: no tensor"},
