@@ -183,6 +183,8 @@ PRESETS = ["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v2-lite", "gemma-3-27b", "
            "gpt-oss-20b", "deepseek-v3"]
 DEVICES = ["h100", "a100-80gb", "rtx-4090", "h200"]
 ENGINES = ["vllm", "vllm@0.19", "vllm@0.6", "sglang", "sglang@0.4.7", "trtllm", "llamacpp"]
+HYBRID = {"qwen3.5-27b"}  # Gated DeltaNet state beside attention
+VLLM_V1 = {"vllm", "vllm@0.19"}
 
 
 def _figures(result: PlacementResult) -> list[object]:
@@ -203,7 +205,18 @@ def test_speculation_without_memory_leaves_every_figure_unchanged(
         return  # the engine refuses this model or device: nothing to compare
     ngram = _plan(model, Speculative(method="ngram", num_speculative_tokens=3), engine=engine,
                   device=device, count=count, tp=None)
-    assert _figures(off) == _figures(ngram)
+    if model in HYBRID and engine in VLLM_V1:
+        # vLLM's state layers keep one block more per drafted token and request
+        # (MambaSpec.num_speculative_blocks): fewer requests fit (and the printed tokens,
+        # concurrency × max_model_len, follow); the weights and the pool do not move
+        for a, b in zip(off.plans, ngram.plans, strict=True):
+            assert a.per_device is not None and b.per_device is not None
+            assert (a.tp, a.pp, a.ep, a.per_device.weight_bytes, a.per_device.kv_pool_bytes) \
+                == (b.tp, b.pp, b.ep, b.per_device.weight_bytes, b.per_device.kv_pool_bytes)
+            assert (b.max_concurrency or 0) <= (a.max_concurrency or 0)
+            assert b.per_device.kv_capacity_tokens <= a.per_device.kv_capacity_tokens
+    else:
+        assert _figures(off) == _figures(ngram)
     assert all(p.speculative is None for p in off.plans)
     assert not any(key.startswith("speculative") for key in off.trust)
 

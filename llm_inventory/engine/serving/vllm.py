@@ -62,7 +62,11 @@ from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import GIB, dtype_bits, normalize_dtype, parse_bytes
 
 if TYPE_CHECKING:
-    from llm_inventory.engine.speculative import DraftRule
+    from llm_inventory.engine.speculative import DraftRule, Speculative
+
+# The settings key a speculative launch sets for `pool_layout`: the state blocks each request
+# keeps per drafted token.
+SPECULATIVE_BLOCKS = "num_speculative_blocks"
 
 # MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
 EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
@@ -291,7 +295,17 @@ class VllmV1(ServingEngine):
         return pool_layout(layers, block_size=block,
                            max_model_len=settings.max_model_len,
                            max_num_batched_tokens=settings.max_num_batched_tokens,
-                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")))
+                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")),
+                           speculative_blocks=int(settings.flags.get(SPECULATIVE_BLOCKS, 0)))
+
+    def speculative_settings(self, settings: EngineSettings,
+                             asked: Speculative) -> EngineSettings:
+        """State layers (Mamba, Gated DeltaNet) keep one state block more per drafted token
+        for each request: `MambaSpec.num_speculative_blocks` = num_speculative_tokens
+        (`MambaBase.get_kv_cache_spec`, vllm/model_executor/layers/mamba/abstract.py), read
+        by `pool_layout`."""
+        return settings.model_copy(update={"flags": {
+            **settings.flags, SPECULATIVE_BLOCKS: asked.num_speculative_tokens}})
 
     def expert_padding(self, spec: ModelSpec, device: Device | None = None
                        ) -> ExpertPadding | None:
