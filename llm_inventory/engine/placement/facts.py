@@ -381,6 +381,7 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         max_num_seqs=request.max_num_seqs, block_size=request.block_size,
         memory_fraction=request.gpu_memory_utilization, flags=request.engine_flags,
         dtype=activation_dtype(spec)))
+    settings = engine.model_settings(settings, spec)
     stack = spec.decoder
     layers = stack.layers if stack is not None else 1
     moe = stack.moe if stack is not None else None

@@ -577,6 +577,11 @@ class ServingEngine(ABC):
         engine types a draft's (by default nothing: the target's KV dtype and flags)."""
         return {}
 
+    def model_settings(self, settings: EngineSettings, spec: ModelSpec) -> EngineSettings:
+        """The settings as the model's class changes them (vLLM's mamba cache mode for the
+        classes that declare it); by default unchanged."""
+        return settings
+
     def speculative_settings(self, settings: EngineSettings,
                              asked: Speculative) -> EngineSettings:
         """The settings as speculative decoding changes them (an engine whose pool sizing

@@ -67,6 +67,8 @@ if TYPE_CHECKING:
 # The settings key a speculative launch sets for `pool_layout`: the state blocks each request
 # keeps per drafted token.
 SPECULATIVE_BLOCKS = "num_speculative_blocks"
+# The settings key of mamba cache mode "all" (a state at every block), for `pool_layout`.
+MAMBA_CACHE_ALL = "mamba_cache_all"
 
 # MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
 EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
@@ -296,7 +298,8 @@ class VllmV1(ServingEngine):
                            max_model_len=settings.max_model_len,
                            max_num_batched_tokens=settings.max_num_batched_tokens,
                            prefix_caching=bool(settings.flags.get("enable_prefix_caching")),
-                           speculative_blocks=int(settings.flags.get(SPECULATIVE_BLOCKS, 0)))
+                           speculative_blocks=int(settings.flags.get(SPECULATIVE_BLOCKS, 0)),
+                           state_at_every_block=bool(settings.flags.get(MAMBA_CACHE_ALL)))
 
     def speculative_settings(self, settings: EngineSettings,
                              asked: Speculative) -> EngineSettings:

@@ -31,6 +31,7 @@ from typing import ClassVar
 from llm_inventory.engine.serving.base import EngineSettings, LaunchSettings
 from llm_inventory.engine.serving.vllm_v26 import VllmV26
 from llm_inventory.spec.devices import Device
+from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import GIB
 
 TIER_BYTES = 160 * GIB  # `get_batch_defaults`: the top tier's device memory
@@ -78,6 +79,12 @@ class VllmV28(VllmV26):
             flags[self.blackwell] = True
         update["flags"] = flags
         return found.model_copy(update=update)
+
+    def model_settings(self, settings: EngineSettings, spec: ModelSpec) -> EngineSettings:
+        """No class keeps its state at every block by default: prefix caching turns mode
+        "none" into "align" whatever the class (`MambaModelConfig.verify_and_update_config`,
+        v0.28.0)."""
+        return settings
 
     def max_graph_size(self, settings: EngineSettings) -> int:
         return 1024 if settings.flags.get(self.blackwell) else 512

@@ -63,3 +63,29 @@ def test_without_the_drafted_state_blocks_the_mtp_launch_would_hold_more() -> No
                                 if k != "speculative_config"})
     _, concurrency = _replay(plain, int(record["figures"]["kv_pool_gib"] * GIB))
     assert concurrency > 17
+
+
+def _concurrency(model: str, version: str, prefix_caching: bool, context: int = 32768) -> float:
+    flags = {"enable_prefix_caching": prefix_caching}
+    plan = plan_placement(load_preset(model), PlacementRequest(
+        device=resolve_device("h100"), count=1, tp=1, engine=f"vllm@{version}",
+        context=context, engine_flags=flags)).plans[0]
+    assert plan.max_concurrency is not None
+    return plan.max_concurrency
+
+
+def test_classes_that_declare_mamba_prefix_caching_keep_a_state_at_every_block() -> None:
+    """vLLM 0.21-0.27 cache a NemotronH model's state in mode "all" when prefix caching is
+    on (a state page per attention block of the context, MambaSpec.max_memory_usage_bytes),
+    a Qwen3.5 model's in mode "align" (two pages); 0.28 takes "align" for both."""
+    nano = "nemotron-3-nano-30b-a3b"
+    all_mode = _concurrency(nano, "0.24", True)
+    assert all_mode < _concurrency(nano, "0.28", True) < _concurrency(nano, "0.24", False)
+    # mode "all" keeps state pages in proportion to the context, as attention does: twice
+    # the context halves the requests; in mode "align" the two state pages stay, so fewer
+    # than half are lost
+    assert _concurrency(nano, "0.24", True, 65536) == pytest.approx(all_mode / 2, rel=0.01)
+    align = _concurrency(nano, "0.28", True)
+    assert _concurrency(nano, "0.28", True, 65536) > align / 2 * 1.01
+    qwen = "qwen3.5-27b"
+    assert _concurrency(qwen, "0.24", True) == _concurrency(qwen, "0.28", True)
