@@ -24,9 +24,8 @@ from llm_inventory.spec.model import (
 # Qwen4ExpTextConfig.__post_init__ reads "full_attention" as "indexed_attention".
 _KINDS = {"linear_attention": LayerKind.GDN, "indexed_attention": "indexed_gqa",
           "full_attention": "indexed_gqa"}
-# Bounds on the PLE tables' shape keys, so a hostile file cannot make the prime search run long.
+# At most this many n-gram heads over all PLE layers, so the prime search stays short.
 _MAX_NGRAM_HEADS = 4096
-_MAX_NGRAM_BASE = 1 << 62
 PLE_STATE = ("the PLE layers' own per-sequence state (a dilated convolution window over the "
              "hc_count streams and the last ngram_size - 1 token ids, transformers' "
              "conv_states[1] and [2]) is not counted; the Gated DeltaNet and attention state is")
@@ -106,14 +105,7 @@ def _ple(c: HFConfig, hidden: int, hc: int, ple_layers: list[int]) -> list[Extra
     if heads * len(ple_layers) > _MAX_NGRAM_HEADS:
         raise InputError(f"{c.label}: heads_per_ngram",
                          f"at most {_MAX_NGRAM_HEADS} n-gram heads over all PLE layers")
-    # A hash modulus, not a table: the rows are sums of primes past it (the generic bound
-    # on row counts does not apply), so it is checked here.
-    base = c.raw("ngram_vocab_size_base")
-    if base is None:
-        base = c.integer("ngram_vocab_size_base")
-    if isinstance(base, bool) or not isinstance(base, int) or not 2 <= base <= _MAX_NGRAM_BASE:
-        raise InputError(f"{c.label}: ngram_vocab_size_base",
-                         f"must be an integer from 2 to {_MAX_NGRAM_BASE}, got {base!r}")
+    base = c.integer("ngram_vocab_size_base", minimum=2)  # bounds.CONFIG_KEYS bounds it
     divisor = c.integer("make_ngram_vocab_size_divisible_by")
     kernel = c.integer("ple_conv_kernel_size")
     primes = _primes_after(base - 1, heads * len(ple_layers))
