@@ -15,7 +15,7 @@ FOLDERS = ("configs-2026", "configs-2026-more", "configs-2026-dense",
 # The transformers release each reference set was computed with (the newer model types
 # exist only in the newer release).
 TRANSFORMERS = {"oracle-2026-frontier.json": "5.25.0", "oracle-2026-tf525.json": "5.25.0",
-                "oracle-2026-late.json": "5.25.0"}
+                "oracle-2026-late.json": "5.25.0", "oracle-2026-qwen4.json": "5.25.0"}
 
 
 def entries() -> list[dict[str, object]]:
