@@ -231,6 +231,14 @@ BY_CLASS: dict[str, dict[str, str]] = {
                        "tower has no deepstack mergers"},
     "qwen3_5_moe_vision": {"deepstack_visual_indexes": "Qwen3_5MoeVisionConfig deletes it: "
                            "the tower has no deepstack mergers"},
+    "qwen4_exp_text": {
+        "seed": "seeds the PLE hash multipliers, buffers (Qwen4ExpTextNGramEmbedding)",
+        "split_ngram_parts": "how the checkpoint shards each n-gram table; loading "
+                             "concatenates them (Qwen4ExpTextConfig)",
+        "number_of_conv_states": "derived by Qwen4ExpTextConfig.__post_init__ from "
+                                 "ple_layer_ids (3 with PLE layers, else 1)"},
+    "qwen4_exp_vision": {"deepstack_visual_indexes": "Qwen4ExpVisionConfig is "
+                         "Qwen3_5MoeVisionConfig, which deletes it: no deepstack mergers"},
     "qwen2_vl_vision": _QWEN_VL_VISION, "qwen2_5_vl_vision": _QWEN_VL_VISION,
     # Kimi-K3 (no transformers class): each reason checked against the checkpoint's tensor
     # listing, which the count matches (tests/data/configs-2026-checkpoint-listing).
