@@ -10,12 +10,11 @@ from __future__ import annotations
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
 from llm_inventory.spec.hf.common import decoder_model, extra, rope_scaling, sub_config, vlm_model
-from llm_inventory.spec.hf.qwen_next import _vision, partial_rotary, state_dtype
+from llm_inventory.spec.hf.qwen_next import _vision, gated_delta_net, partial_rotary
 from llm_inventory.spec.model import (
     ExtraTensor,
     Indexer,
     LayerKind,
-    LinearAttention,
     ModelSpec,
     MoE,
     Stack,
@@ -202,15 +201,7 @@ def _stack(c: HFConfig) -> tuple[Stack, list[int]]:
         qkv_bias=bias, o_bias=bias, qk_norm="head", attn_output_gate=True,
         partial_rotary_factor=partial_rotary(c), rope_scaling=rope_scaling(c),
         layer_types=types, indexer=_indexer(c, types),
-        linear_attention=LinearAttention(
-            key_heads=c.integer("linear_num_key_heads"),
-            value_heads=c.integer("linear_num_value_heads"),
-            key_head_dim=c.integer("linear_key_head_dim"),
-            value_head_dim=c.integer("linear_value_head_dim"),
-            conv_kernel=c.integer("linear_conv_kernel_dim"),
-            fused_projections=False,
-            state_dtype=state_dtype(c, "mamba_ssm_dtype") or dtype, conv_dtype=dtype,
-        ),
+        linear_attention=gated_delta_net(c, dtype, fused=False),
         moe=MoE(experts=experts, top_k=c.integer("num_experts_per_tok"),
                 expert_intermediate_size=c.integer("moe_intermediate_size"),
                 shared_experts=1,
