@@ -84,6 +84,18 @@ def drafting_seconds(k: int, step_bytes: float, bandwidth: float,
                                              + constants.step_overhead_s)
 
 
+def plan_drafting_seconds(facts: ModelFacts, tp: int, ep: int, bandwidth: float) -> float:
+    """Seconds a round of `facts`' (tp, ep) split spends drafting, at the device's fitted
+    `bandwidth` bytes/s, with the packaged constants (0 without a drafter in memory)."""
+    from llm_inventory.spec.draft_timing import default_draft_timing
+
+    asked, drafter = facts.request.speculative, facts.drafter(tp, ep)
+    if asked is None or drafter is None:
+        return 0.0
+    return drafting_seconds(asked.num_speculative_tokens, drafter.step_bytes, bandwidth,
+                            default_draft_timing())
+
+
 class Speculative(BaseModel):
     """Speculative decoding asked of a plan. `draft_spec` is the draft model or EAGLE head
     as loaded (None: MTP, n-gram, or an EAGLE head estimated from the target); `draft` the
@@ -367,7 +379,6 @@ def speculative_fit(facts: ModelFacts, tp: int, ep: int, bytes_per_token: int, t
     trust = speculative_trust(facts)
     if asked.acceptance is not None and timing is not None:
         from llm_inventory.spec.calibration import default_calibration
-        from llm_inventory.spec.draft_timing import default_draft_timing
 
         accepted = accepted_length(asked.acceptance, k)
         cal = facts.request.calibration or default_calibration()
@@ -375,8 +386,7 @@ def speculative_fit(facts: ModelFacts, tp: int, ep: int, bytes_per_token: int, t
             facts.request.device).bandwidth
         # the verify step costs about one target step at small batch (bandwidth-bound);
         # the drafting before it as `drafting_seconds` prices it
-        draft_step = drafting_seconds(k, drafter.step_bytes, bandwidth,
-                                      default_draft_timing()) if drafter else 0.0
+        draft_step = plan_drafting_seconds(facts, tp, ep, bandwidth)
         step = timing.tpot_s + draft_step
         fit = fit.model_copy(update={
             "acceptance": asked.acceptance, "accepted_tokens_per_step": round(accepted, 4),

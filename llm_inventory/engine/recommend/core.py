@@ -22,7 +22,11 @@ from llm_inventory.engine.recommend.models import (
     Status,
 )
 from llm_inventory.engine.serving import get as get_engine
-from llm_inventory.engine.speculative import accepted_length, drafting_seconds, time_basis
+from llm_inventory.engine.speculative import (
+    accepted_length,
+    plan_drafting_seconds,
+    time_basis,
+)
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
@@ -141,15 +145,10 @@ class Evaluator:
             spec = self.request.speculative
             if found is not None and spec is not None and spec.acceptance is not None:
                 # each round verifies k drafts per sequence after drafting them
-                # (`speculative.drafting_seconds`)
-                from llm_inventory.spec.draft_timing import default_draft_timing
-
-                drafter = self.facts.drafter(plan.tp, plan.ep)
-                k = spec.num_speculative_tokens
                 rate = found.bandwidth * self.cal.device_efficiency(self.device).bandwidth
-                draft = drafting_seconds(k, drafter.step_bytes, rate,
-                                         default_draft_timing()) if drafter else 0.0
-                found = replace(found, verify=k, draft_s=draft)
+                found = replace(found, verify=spec.num_speculative_tokens,
+                                draft_s=plan_drafting_seconds(self.facts, plan.tp, plan.ep,
+                                                              rate))
             self._profiles[key] = found
         return self._profiles[key]
 
