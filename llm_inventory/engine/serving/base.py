@@ -96,6 +96,10 @@ class EngineSettings(BaseModel):
     kv_dtype: str
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     dtype: str | None = None  # the model's activation dtype, when the engine reads it
+    # Drafted tokens each request's fixed state keeps room for (vLLM V1 with speculative
+    # decoding: one more state page per drafted token, a wider Gated DeltaNet conv window);
+    # 0 without speculative decoding or on engines that keep none
+    speculative_state_tokens: int = 0
 
 
 class LaunchCommand(BaseModel):

@@ -31,7 +31,10 @@ Rules (vLLM 0.19's KV cache manager):
   is the attention block (`CacheConfig.mamba_cache_mode`, vllm/config/cache.py;
   `MambaSpec.max_memory_usage_bytes`). Without attention (Mamba alone) one block is one
   state page of every layer, one block per request, of max_model_len tokens (prefix
-  caching there is not modelled).
+  caching there is not modelled). With speculative decoding each state group needs one
+  more block per request for every drafted token (`MambaSpec.num_speculative_blocks`,
+  the launch's num_speculative_tokens); the state page itself is the engine's to widen
+  (vLLM: a Gated DeltaNet conv window longer by the drafted tokens, placement/facts.py).
 - Layers of one kind whose pages differ (MiMo-V2's sliding layers hold twice the KV heads of
   its full ones) group apart. vLLM unifies the page size (`unify_kv_cache_spec_page_size`,
   vllm/v1/core/kv_cache_utils.py): a smaller page that divides the largest grows its block
@@ -85,6 +88,7 @@ class BlockPool(PoolLayout):
     max_model_len: int = 0
     batched: int = 0
     prefix_caching: bool = False
+    speculative_blocks: int = 0
 
     def measure(self, pool_bytes: int) -> tuple[int, int, float]:
         """(blocks, tokens, maximum concurrency) of a pool of `pool_bytes`."""
@@ -107,7 +111,8 @@ class BlockPool(PoolLayout):
             longest = longest_context(self.layers, pool_bytes, block_size=self.block_size,
                                       max_num_batched_tokens=self.batched,
                                       upper=self.max_model_len,
-                                      prefix_caching=self.prefix_caching)
+                                      prefix_caching=self.prefix_caching,
+                                      speculative_blocks=self.speculative_blocks)
         return KvCapacity(blocks=blocks, tokens=tokens, max_concurrency=concurrency,
                           bytes_per_token=self.per_token, groups=self.groups,
                           request_blocks=self.need, page_bytes=self.page,
@@ -130,8 +135,10 @@ ALIGN_LATENT = 64
 def _with_state(
     layers: Sequence[KvLayer], states: Sequence[KvLayer], *, block_size: int,
     max_model_len: int, max_num_batched_tokens: int, prefix_caching: bool = False,
+    speculative_blocks: int = 0,
 ) -> BlockPool:
-    """The pool of a device holding paged fixed state (see module rules)."""
+    """The pool of a device holding paged fixed state (see module rules;
+    `speculative_blocks`: the state pages a request keeps for drafted tokens)."""
     paged = [layer for layer in layers if layer.bytes_per_token]
     fixed = sum(layer.fixed_bytes for layer in layers if not _pages_state(layer))
     state = max(layer.fixed_bytes for layer in states)
@@ -153,25 +160,30 @@ def _with_state(
         groups += n
         need += n * _request_blocks(kind, window, block, max_model_len, max_num_batched_tokens,
                                     prefix_caching and bool(paged))
+        if kinds.get(kind).paged_state:
+            need += n * speculative_blocks
     return BlockPool(page=layer_page * g, groups=groups, need=need,
                      per_token=sum(layer.bytes_per_token for layer in paged), fixed=fixed,
                      block_size=smallest, attention_block=block if paged else None,
                      layer_page=layer_page, state_page=state, layers=tuple(layers),
                      max_model_len=max_model_len, batched=max_num_batched_tokens,
-                     prefix_caching=prefix_caching and bool(paged))
+                     prefix_caching=prefix_caching and bool(paged),
+                     speculative_blocks=speculative_blocks)
 
 
 def pool_layout(
     layers: Sequence[KvLayer], *, block_size: int, max_model_len: int,
-    max_num_batched_tokens: int, prefix_caching: bool = False,
+    max_num_batched_tokens: int, prefix_caching: bool = False, speculative_blocks: int = 0,
 ) -> BlockPool:
     """Page size, groups and per-request blocks of a device's layers; `prefix_caching`
-    counts the state pages a hybrid model keeps with it on (see the module rules)."""
+    counts the state pages a hybrid model keeps with it on, `speculative_blocks` those it
+    keeps for drafted tokens (see the module rules)."""
     states = [layer for layer in layers if _pages_state(layer)]
     if states:
         return _with_state(layers, states, block_size=block_size, max_model_len=max_model_len,
                            max_num_batched_tokens=max_num_batched_tokens,
-                           prefix_caching=prefix_caching)
+                           prefix_caching=prefix_caching,
+                           speculative_blocks=speculative_blocks)
     paged = [layer for layer in layers if layer.bytes_per_token]
     fixed = sum(layer.fixed_bytes for layer in layers)
     per_token = sum(layer.bytes_per_token for layer in paged)
@@ -218,7 +230,7 @@ def kv_capacity(
 
 def longest_context(
     layers: Sequence[KvLayer], pool_bytes: int, *, block_size: int, max_num_batched_tokens: int,
-    upper: int, prefix_caching: bool = False,
+    upper: int, prefix_caching: bool = False, speculative_blocks: int = 0,
 ) -> int:
     """The longest max_model_len one request fits into the pool (0 when none does)."""
     lo, hi = 0, upper
@@ -226,7 +238,8 @@ def longest_context(
         mid = (lo + hi + 1) // 2
         layout = pool_layout(layers, block_size=block_size, max_model_len=mid,
                              max_num_batched_tokens=max_num_batched_tokens,
-                             prefix_caching=prefix_caching)
+                             prefix_caching=prefix_caching,
+                             speculative_blocks=speculative_blocks)
         if layout.measure(pool_bytes)[2] >= 1:
             lo = mid
         else:

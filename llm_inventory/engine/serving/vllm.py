@@ -62,7 +62,7 @@ from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import GIB, dtype_bits, normalize_dtype, parse_bytes
 
 if TYPE_CHECKING:
-    from llm_inventory.engine.speculative import DraftRule
+    from llm_inventory.engine.speculative import DraftRule, Speculative
 
 # MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
 EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
@@ -190,6 +190,13 @@ class VllmV1(ServingEngine):
          "two state pages per request, the state's block the attention block",
          "vllm/config/cache.py CacheConfig.mamba_cache_mode; vllm/v1/kv_cache_interface.py "
          "MambaSpec.max_memory_usage_bytes"),
+        ("speculative decoding beside Mamba / linear-attention state: one more state page "
+         "per request for each drafted token, and a Gated DeltaNet conv window longer by "
+         "the drafted tokens",
+         "vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes "
+         "(num_speculative_blocks, set by vllm/model_executor/layers/mamba/abstract.py "
+         "MambaBase.get_kv_cache_spec); vllm/model_executor/layers/mamba/mamba_utils.py "
+         "MambaStateShapeCalculator.gated_delta_net_state_shape (num_spec)"),
         ("smallest block count over workers", "vllm/v1/core/kv_cache_utils.py "
          "get_kv_cache_configs"),
         ("vocabulary padded to 64 rows", "vllm/model_executor/layers/vocab_parallel_embedding.py "
@@ -266,12 +273,24 @@ class VllmV1(ServingEngine):
     sparse_layouts: ClassVar[dict[str, str]] = {"fp8": "fp8_ds_mla"}
     sparse_block: ClassVar[int] = 64  # FlashMLA sparse's block, forced for these models
 
+    # Fixed-state kinds whose conv window also holds the drafted tokens under speculative
+    # decoding (`MambaStateShapeCalculator.gated_delta_net_state_shape` num_spec; the
+    # Mamba-2 and KDA shapes of the newest releases take it too, not modelled here)
+    drafted_conv_kinds: ClassVar[frozenset[str]] = frozenset({"gdn"})
+
     def state_layers(self, spec: ModelSpec, layers: tuple[StateLayer, ...],
                      settings: EngineSettings) -> tuple[StateLayer, ...]:
         """Sparse MLA layers in the packed record the KV dtype selects (`sparse_layouts`);
-        the rest as the model keeps them."""
+        Gated DeltaNet conv windows longer by the drafted tokens under speculative decoding
+        (`speculative_settings`); the rest as the model keeps them."""
         from llm_inventory.engine import kinds
 
+        drafted = settings.speculative_state_tokens
+        if drafted:
+            layers = tuple(
+                run.model_copy(update={"conv_window": run.conv_window + drafted})
+                if run.kind in self.drafted_conv_kinds and run.conv_window else run
+                for run in layers)
         layout = self.sparse_layouts.get(normalize_dtype(settings.kv_dtype, "kv_dtype"))
         stack = spec.decoder
         if layout is None or stack is None:
@@ -291,7 +310,8 @@ class VllmV1(ServingEngine):
         return pool_layout(layers, block_size=block,
                            max_model_len=settings.max_model_len,
                            max_num_batched_tokens=settings.max_num_batched_tokens,
-                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")))
+                           prefix_caching=bool(settings.flags.get("enable_prefix_caching")),
+                           speculative_blocks=settings.speculative_state_tokens)
 
     def expert_padding(self, spec: ModelSpec, device: Device | None = None
                        ) -> ExpertPadding | None:
@@ -316,6 +336,18 @@ class VllmV1(ServingEngine):
             "weights loaded before profiling, KV layers in the same KV cache spec "
             "(vllm/v1/worker/gpu_model_runner.py GPUModelRunner.load_model, "
             "get_kv_cache_spec; vllm/v1/core/kv_cache_utils.py get_kv_cache_config)"))
+
+    def speculative_settings(self, settings: EngineSettings,
+                             asked: Speculative) -> EngineSettings:
+        """Every drafting method, n-gram included, gives each Mamba / linear-attention layer
+        one more state page per request for each drafted token (`MambaSpec`
+        num_speculative_blocks = num_speculative_tokens, vllm/model_executor/layers/mamba/
+        abstract.py MambaBase.get_kv_cache_spec; `MambaSpec.max_memory_usage_bytes`,
+        vllm/v1/kv_cache_interface.py) and a Gated DeltaNet conv window of kernel − 1 +
+        num_speculative_tokens positions (`MambaStateShapeCalculator.
+        gated_delta_net_state_shape`, vllm/model_executor/layers/mamba/mamba_utils.py)."""
+        return settings.model_copy(
+            update={"speculative_state_tokens": asked.num_speculative_tokens})
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering as release `version` (its MXFP4 backends differ inside it)."""
