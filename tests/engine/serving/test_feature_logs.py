@@ -11,7 +11,6 @@ held to is the printed figures' rounding: the KV memory's two decimals, the conc
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from llm_inventory.engine.serving.paged import BlockPool
 from llm_inventory.engine.speculative import Speculative, method_of
 from llm_inventory.spec.devices import custom_device, resolve_device
 from llm_inventory.spec.hf import from_hf_config
+from tests.conftest import Invoke
 from tests.reference import DATA
 
 LOGS = DATA / "engine-logs-features"
@@ -105,16 +105,16 @@ def test_mtp_on_a_hybrid_model_prints_both_lines_from_one_block_count() -> None:
 
 
 def test_mtp_on_a_hybrid_model_replays_the_printed_pool() -> None:
-    """F03 (held out; vLLM 0.20.1, the same set-up): the printed 10.98 GiB, cut by the
-    era's rules, gives the printed concurrency and tokens, and the padding vLLM warns of.
-    0.20.1 prints the token count as ⌊concurrency × max_model_len⌋ (this record shows it),
-    which the tool's era takes up from 0.21: the tokens are read that way here."""
+    """F03 (held out; the same set-up, on a build whose engine line says 0.20.1 but which
+    behaves as the 0.21 era: CUDA graphs profiled, the tokens printed as
+    ⌊concurrency × max_model_len⌋): the printed 10.98 GiB, cut by the era's rules, gives the
+    printed concurrency and tokens, and the padding vLLM warns of."""
     record = _records()["F03"]
     figures = record["figures"]
     layout = _layout(record)
-    printed = dataclasses.replace(layout, tokens_from_concurrency=True)
+    assert layout.tokens_from_concurrency  # the 0.21 era's print
     gib = figures["kv_cache_gib"]
-    found = {printed.measure(int((gib + d) * GIB)) for d in (-0.005, 0.0, 0.00499)}
+    found = {layout.measure(int((gib + d) * GIB)) for d in (-0.005, 0.0, 0.00499)}
     assert {blocks for blocks, _, _ in found} == {423}
     assert {tokens for _, tokens, _ in found} == {figures["kv_tokens"]}
     assert {f"{c:.2f}" for _, _, c in found} == {f"{figures['max_concurrency']:.2f}"}
@@ -122,6 +122,47 @@ def test_mtp_on_a_hybrid_model_replays_the_printed_pool() -> None:
     per_group = layout.page // layout.layer_page
     assert per_group == 17
     assert (layout.groups - 1) * per_group - 48 == figures["padding_layers"]
+
+
+def test_mtp_start_up_through_launch_prints_the_logged_lines(invoke: Invoke) -> None:
+    """F03 through `inventory launch -- <the logged command line>`: with the printed KV
+    memory pinned (--kv-cache-memory-bytes), the tool's start-up prints the logged pool lines
+    verbatim, and its CUDA graph estimate rounds to the logged 0.11 GiB. The graph estimate
+    is part of the reserve; what it can be off by (under half of 0.01 GiB either way of the
+    printed figure) is held to the reserve band the tool reports for this era and device."""
+    record = _records()["F03"]
+    figures = record["figures"]
+    flags = record["flags"]
+    run = invoke(
+        "launch", "--engine-version", record["era"].split("@")[1], "-d", "rtx-3090",
+        "--format", "json", "--",
+        "vllm", "serve", str(_config(record)),
+        "--tensor-parallel-size", str(record["tp"]),
+        "--kv-cache-dtype", record["kv_cache_dtype"], "--enable-prefix-caching",
+        "--max-num-batched-tokens", str(flags["max_num_batched_tokens"]),
+        "--max-num-seqs", str(flags["max_num_seqs"]),
+        "--max-model-len", str(flags["max_model_len"]),
+        "--speculative-config", json.dumps(record["speculative"]),
+        "--kv-cache-memory-bytes", str(int(figures["kv_cache_gib"] * GIB)))
+    assert run.code == 0, run.stderr
+    out = run.json()
+    lines = out["startup"]
+    for line in (f"Available KV cache memory: {figures['kv_cache_gib']:.2f} GiB",
+                 f"GPU KV cache size: {figures['kv_tokens']:,} tokens",
+                 f"Maximum concurrency for {flags['max_model_len']:,} tokens per request: "
+                 f"{figures['max_concurrency']:.2f}x",
+                 f"Estimated CUDA graph memory: {figures['cuda_graph_gib']:.2f} GiB total"):
+        assert line in lines, (line, lines)
+    per_device = out["plan"]["per_device"]
+    assert per_device["kv_blocks"] == 423
+    graph = per_device["reserve"]["cuda_graph_bytes"] / GIB
+    assert abs(graph - figures["cuda_graph_gib"]) < 0.005
+    reserve = out["trust"]["reserve"]
+    assert reserve["kind"] == "calibrated" and reserve["extrapolated"]
+    # the graph estimate's largest error the printed line allows, against the KV pool
+    printed = figures["cuda_graph_gib"]
+    worst = max(graph - (printed - 0.005), printed + 0.005 - graph)
+    assert worst / figures["kv_cache_gib"] < reserve["band"]
 
 
 def test_the_drafted_token_state_rule_is_vllm_v1s_and_touches_only_fixed_state() -> None:
