@@ -211,6 +211,11 @@ CONFIG_KEYS: dict[str, Bound] = {
     "num_mel_bins": WIDTH,
     "num_channels": WIDTH,
     "in_channels": WIDTH,
+    # Qwen4-Exp's PLE hash modulus: the n-gram tables take the primes past it, so it bounds
+    # the prime search, not a table (the class default is 20,000,000).
+    "ngram_vocab_size_base": Bound(1 << 40, "rows", "a hash modulus 50,000x Qwen4-Exp's "
+                                   "class default; the primes past it are found in "
+                                   "microseconds each", low=2),
 }
 
 # Rotary bases are frequencies, not counts: bounded only as any number read is.

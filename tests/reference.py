@@ -22,12 +22,40 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
+import sys
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data"
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def check_reference_set(entries: list[dict[str, Any]], folder: Path,
+                        types: set[str]) -> None:
+    """A reference set of this year's figures covers `types`, each entry computed with
+    transformers 5.25.0 and torch 2.13.0 without error, and `folder`'s index lists every
+    config in it."""
+    assert {e["model_type"] for e in entries} == types
+    for e in entries:
+        assert e["versions"]["transformers"] == "5.25.0", e["file"]
+        assert str(e["versions"]["torch"]).startswith("2.13.0"), e["file"]
+        assert "error" not in e, e["file"]
+    listed = {e["file"] for e in json.loads((folder / "index.json").read_text())}
+    assert listed == {p.name for p in folder.glob("*.json")} - {"index.json"}
+
+
+def load_tool(name: str) -> ModuleType:
+    """A dev-only script of tools/ loaded as a module (`name`: its file's stem)."""
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @cache

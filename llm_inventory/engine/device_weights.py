@@ -182,7 +182,7 @@ def weight_layout(spec: ModelSpec, dtype: str, q: Quantization | None,
         layout.padded_experts = PaddedExperts(
             experts=moe.experts, intermediate=moe.expert_intermediate_size,
             hidden=stack.hidden_size or 0, gated=moe.gated, bias=moe.expert_bias,
-            pad=pad, quant=q,
+            pad=pad, quant=q.experts or q,
             layers=frozenset(i for i in range(stack.layers) if moe.is_moe_layer(i)),
         )
     for group in model_tensors(spec):

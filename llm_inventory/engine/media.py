@@ -77,18 +77,13 @@ def feature_tokens(
     if width is None or height is None or patch is None:
         raise InputError("image_size", "this encoder has no image size and patch size; "
                          "give --image-size and --patch")
-    if media.tiling == "grid":
-        return _grid(media, width, height, patch, merge, frames, geometry)
-    if media.tiling == "anyres":
-        return _anyres(media, width, height, patch, frames, geometry)
+    tiled = TILINGS.get(media.tiling)
+    if tiled is not None:
+        return tiled(media, width, height, patch, merge, frames, geometry)
     if media.longest_edge:
         width, height = _fit_longest_edge(width, height, media.longest_edge, patch * merge)
     if media.round_sides:
-        # smart_resize (transformers models/qwen2_vl/image_processing_qwen2_vl.py): each
-        # side to the nearest multiple of patch × merge (Python's round, half to even).
-        block = patch * merge
-        width, height = (max(block, round(width / block) * block),
-                         max(block, round(height / block) * block))
+        width, height = _smart_resize(media, width, height, patch * merge)
     for name, value in (("image_size", width), ("image_size", height)):
         if value % patch:
             raise InputError(name, f"{value} px is not a multiple of the {patch} px patch")
@@ -102,6 +97,25 @@ def feature_tokens(
     if media.row_break:
         tokens = (down // merge) * (across // merge + 1) * steps
     return geometry(width, height, patches, tokens * media.max_tiles, tiles=media.max_tiles)
+
+
+def _smart_resize(media: Media, width: int, height: int, block: int) -> tuple[int, int]:
+    """(width, height) after smart_resize: each side to the nearest multiple of `block`
+    (Python's round, half to even; at least one block), then, past `max_pixels`, both
+    scaled down by √(area ÷ max) and floored to blocks, or under `min_pixels` scaled up by
+    √(min ÷ area) and ceiled (transformers models/qwen2_vl/image_processing_qwen2_vl.py
+    `smart_resize`; Hy4-VL's and LFM2-VL's are the same rule)."""
+    w_bar = max(block, round(width / block) * block)
+    h_bar = max(block, round(height / block) * block)
+    if media.max_pixels is not None and h_bar * w_bar > media.max_pixels:
+        beta = math.sqrt(height * width / media.max_pixels)
+        h_bar = max(block, math.floor(height / beta / block) * block)
+        w_bar = max(block, math.floor(width / beta / block) * block)
+    elif media.min_pixels is not None and h_bar * w_bar < media.min_pixels:
+        beta = math.sqrt(media.min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / block) * block
+        w_bar = math.ceil(width * beta / block) * block
+    return w_bar, h_bar
 
 
 def _budget_size(height: int, width: int, patch: int, pool: int, budget: int) -> tuple[int, int]:
@@ -183,7 +197,7 @@ def _best_resolution(height: int, width: int,
     return best
 
 
-def _anyres(media: Media, width: int, height: int, patch: int, frames: int,
+def _anyres(media: Media, width: int, height: int, patch: int, _merge: int, frames: int,
             geometry: Callable[..., MediaGeometry]) -> MediaGeometry:
     """LLaVA-NeXT / OneVision: a base tile (side² patches, plus the class token the feature
     strategy keeps) and the best pinpoint grid's features, with the padding of the image's
@@ -214,3 +228,48 @@ def _anyres(media: Media, width: int, height: int, patch: int, frames: int,
     return geometry(width, height, side * side * tiles,
                     (base + unpadded + newlines) * frames, tiles=tiles)
 
+
+def _split(media: Media, width: int, height: int, patch: int, merge: int, frames: int,
+           geometry: Callable[..., MediaGeometry]) -> MediaGeometry:
+    """LFM2-VL (`Lfm2VlImageProcessor._get_split_layout`, `Lfm2VlProcessor
+    ._get_num_multimodal_tokens` and `_build_image_tokens`, transformers models/lfm2_vl):
+    an image whose rounded area passes max_pixels × split_tolerance is cut into the grid of
+    `image_size` tiles InternVL's rule picks, each ⌈(tile / patch) / merge⌉² tokens, plus a
+    thumbnail: the image smart-resized, ⌈(h / patch) / merge⌉ × ⌈(w / patch) / merge⌉
+    tokens; a smaller image is that thumbnail alone. With tile markers, a start and an end
+    token wrap the image, and a marker precedes each tile and the thumbnail."""
+    block = patch * merge
+    if media.max_pixels is None:
+        raise InputError("max_pixels", "split tiling needs the processor's pixel limit")
+    rounded = (max(patch, round(height / block) * block)
+               * max(patch, round(width / block) * block))
+    large = rounded > media.max_pixels * (media.split_tolerance or 1.0)
+    new_w, new_h = _smart_resize(media, width, height, block)
+    whole = math.ceil(new_h // patch / merge) * math.ceil(new_w // patch / merge)
+    columns = rows = 1
+    if large and not media.min_tiles == media.max_tiles == 1:
+        tile = media.image_size or width
+        columns, rows = _grid_shape(width, height, tile, media.min_tiles, media.max_tiles)
+    markers = 2 if media.tile_markers else 0
+    if columns * rows > 1:
+        tile = media.image_size or width
+        per_tile = math.ceil(tile // patch / merge) ** 2
+        thumb = 1 if media.thumbnail else 0
+        tiles = columns * rows + thumb
+        tokens = columns * rows * per_tile + thumb * whole
+        if media.tile_markers:
+            markers += tiles
+        return geometry(width, height, columns * rows * (tile // patch) ** 2
+                        + thumb * (new_h // patch) * (new_w // patch),
+                        (tokens + markers) * frames, tiles=tiles)
+    return geometry(new_w, new_h, (new_h // patch) * (new_w // patch),
+                    (whole + markers) * frames)
+
+
+# How a tiled encoder cuts an image (`Media.tiling`): one rule per tiling.
+TILINGS: dict[str, Callable[[Media, int, int, int, int, int, Callable[..., MediaGeometry]],
+                            MediaGeometry]] = {
+    "grid": _grid,
+    "anyres": _anyres,
+    "split": _split,
+}

@@ -123,7 +123,7 @@ def count_parameters(spec: ModelSpec, dtype: str | None = None) -> ParameterCoun
         moe_layers=moe_layers,
         parameters_per_expert=per_expert,
         weight_dtype=base,
-        quantization=quant.method if quant else None,
+        quantization=quant_label(quant),
         weight_bytes=sum(c.weight_bytes for c in components),
         given=False,
         derived=[],
@@ -229,8 +229,17 @@ def _coarse(spec: ModelSpec, base: str, quant: Quantization | None) -> Parameter
         moe_layers=0,
         parameters_per_expert=c.expert_parameters,
         weight_dtype=base,
-        quantization=quant.method if quant else None,
+        quantization=quant_label(quant),
         weight_bytes=-(-int(total * bits) // 8),
         given=True,
         derived=derived,
     )
+
+
+def quant_label(quant: Quantization | None) -> str | None:
+    """The checkpoint's scheme in words: its method, and its routed experts' where they are
+    stored apart ("fp8 (block-scaled); routed experts fp4 (e2m1)")."""
+    if quant is None:
+        return None
+    experts = quant.experts
+    return quant.method + (f"; routed experts {experts.method}" if experts else "")

@@ -25,13 +25,17 @@ size the pool as if it were absent, and the plan warns of the bytes that come on
 Time: a step verifies k = `num_speculative_tokens` drafted tokens; at a per-token acceptance
 rate a the expected tokens a step yields is (1 − a^(k+1)) / (1 − a) (k + 1 when a = 1),
 Leviathan et al. 2023 (eq. 1). The acceptance rate is the user's, and every figure from it
-says so.
+says so. Drafting costs a round a fixed part (the proposer's preparation and the rejection
+sampler) and k steps, each reading the drafter's weights (and the target's lm_head when the
+drafter shares it) at the device's bandwidth plus a fixed launch cost; the two fixed costs
+are fitted on published batch-1 runs (`DraftTiming`, `tools/fit_speculative.py`). Drafting
+from the prompt (`ngram`, `suffix`) runs on the host and is priced as free.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llm_inventory.engine.trust import Trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import ModelSpec, Shard
+from llm_inventory.units import DTYPE_BITS
 
 if TYPE_CHECKING:
     from llm_inventory.engine.placement.facts import ModelFacts
@@ -54,6 +59,29 @@ _NO_MEMORY = ("ngram", "suffix")
 # 32,000 in the published Llama-3.1 and Qwen3 heads) through an lm_head of their own.
 EAGLE3_DRAFT_VOCAB = 32_000
 MAX_SPECULATIVE_TOKENS = 64  # bounds.DRAFT_TOKENS
+
+
+class DraftTiming(BaseModel):
+    """The fixed costs of drafting (seconds) and the evidence behind them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    round_overhead_s: float = Field(ge=0)  # once a round: proposer and rejection sampler
+    step_overhead_s: float = Field(ge=0)  # each drafting step, beside its weight reads
+    source: str
+    fitted_on: list[str]
+    held_out: list[str]
+    held_out_rows: int
+    held_out_median: float  # |predicted − measured| ÷ measured TPOT
+    held_out_max: float
+
+
+def drafting_seconds(k: int, step_bytes: float, bandwidth: float,
+                     constants: DraftTiming) -> float:
+    """Seconds a round spends drafting k tokens with a drafter reading `step_bytes` a step
+    at `bandwidth` bytes/s (see the module rules)."""
+    return constants.round_overhead_s + k * (step_bytes / max(1.0, bandwidth)
+                                             + constants.step_overhead_s)
 
 
 class Speculative(BaseModel):
@@ -72,6 +100,9 @@ class Speculative(BaseModel):
     draft_tp: int | None = Field(default=None, ge=1)
     acceptance: float | None = Field(default=None, ge=0, le=1)
     draft_vocab: int | None = Field(default=None, ge=1)  # EAGLE-3's head (None: 32,000)
+    # the draft model's own K and V cache types where the engine keeps them apart from the
+    # target's (llama.cpp -ctkd/-ctvd; None: the engine's default for a draft)
+    draft_cache_types: tuple[str, str] | None = None
 
 
 def method_of(text: str, field: str = "speculative") -> Method:
@@ -142,6 +173,15 @@ class Drafter:
     tp: int
 
 
+def _shared_head_bytes(facts: ModelFacts, tp: int) -> int:
+    """Bytes of the target's lm_head on one rank (vocabulary-sharded over TP, at the
+    activation dtype): what a drafter that shares it reads each step."""
+    stack = facts.stack
+    if stack is None:
+        return 0
+    return math.ceil(stack.vocab_size * (stack.hidden_size or 0) * facts.act_bits / 8 / tp)
+
+
 def _last_layer_bytes(facts: ModelFacts, tp: int, ep: int) -> int:
     """Bytes one rank holds for the target's last decoder layer."""
     prefix = facts._device_prefix(tp, ep)
@@ -151,15 +191,25 @@ def _last_layer_bytes(facts: ModelFacts, tp: int, ep: int) -> int:
 def _from_model(facts: ModelFacts, draft: ModelSpec,
                 tp: int) -> tuple[int, tuple[KvLayer, ...]]:
     """A draft model's weights and state layers on one rank of its own TP, as the engine
-    places any model (its padding, sharding and KV rules), at the target's KV dtype."""
+    places any model (its padding, sharding and KV rules), its cache at the target's KV
+    dtype unless the engine keeps the draft's apart (`ServingEngine.draft_cache`)."""
     from llm_inventory.engine.placement.facts import model_facts
 
+    asked = facts.request.speculative
+    assert asked is not None
     request = facts.request.model_copy(update={
         "speculative": None, "tp": tp, "pp": 1, "ep": None, "dtype": None,
-        "kv_dtype": facts.kv_dtype, "pp_layer_partition": None})
+        "kv_dtype": facts.kv_dtype, "pp_layer_partition": None,
+        **facts.engine.draft_cache(facts.request.engine_flags, asked)})
     own = model_facts(draft, request)
     weights = own.stage_weights(tp, 1, 1)[0]
-    return weights, own.target_kv_layers(tp, 0, own.layers)
+    layers = own.target_kv_layers(tp, 0, own.layers)
+    bits = own.engine.kv_bits(own.settings)
+    if bits is not None:  # the engine's own cache type, as `sequence_bytes` scales it
+        scale = bits / DTYPE_BITS[own.kv_dtype]
+        layers = tuple(replace(layer, bytes_per_token=math.ceil(layer.bytes_per_token * scale))
+                       for layer in layers)
+    return weights, layers
 
 
 def _layer_of_kind(facts: ModelFacts, tp: int, kind: str | None) -> tuple[KvLayer, ...]:
@@ -198,8 +248,10 @@ def place_drafter(facts: ModelFacts, tp: int, ep: int) -> Drafter | None:
                     and not (shared and g.shard == Shard.VOCAB))
         weights = count * _last_layer_bytes(facts, tp, ep) + math.ceil(extra)
         own = _layer_of_kind(facts, tp, stack.mtp.kind) or last
+        # a drafting step runs one MTP layer and the lm_head (the target's when shared)
+        step = weights // max(1, count) + (_shared_head_bytes(facts, tp) if shared else 0)
         return Drafter(weight_bytes=weights, layers=tuple(own) * count, kv_layers=count,
-                       step_bytes=weights, tp=tp,
+                       step_bytes=step, tp=tp,
                        weights_basis=("counted" if facts.quant is None else
                                       "estimate (the extras' quantization is not read)")
                        + ": the checkpoint's MTP layers, each placed like the target's last "
@@ -234,7 +286,9 @@ def place_drafter(facts: ModelFacts, tp: int, ep: int) -> Drafter | None:
     # its published EAGLE-3 head is the target, the head and one more such cache
     rotary = facts.layout.buffers
     weights = _last_layer_bytes(facts, tp, ep) + math.ceil(fc + head) + rotary
-    return Drafter(weight_bytes=weights, layers=tuple(last), kv_layers=1, step_bytes=weights,
+    # EAGLE's step reads the target's lm_head, which it shares (EAGLE-3 has its own)
+    step = weights + (_shared_head_bytes(facts, tp) if not head else 0)
+    return Drafter(weight_bytes=weights, layers=tuple(last), kv_layers=1, step_bytes=step,
                    tp=tp, weights_basis="estimate: an EAGLE head shaped like the target's "
                    "last layer, plus its fc" + (", draft-vocabulary lm_head"
                                                 if head else "") + " and rotary cache")
@@ -312,11 +366,17 @@ def speculative_fit(facts: ModelFacts, tp: int, ep: int, bytes_per_token: int, t
         fit = fit.model_copy(update={"on_top_bytes": on_top})
     trust = speculative_trust(facts)
     if asked.acceptance is not None and timing is not None:
+        from llm_inventory.spec.calibration import default_calibration
+        from llm_inventory.spec.draft_timing import default_draft_timing
+
         accepted = accepted_length(asked.acceptance, k)
-        bandwidth = max(1, timing.memory_bandwidth_bytes_per_s)
-        # each of the k drafting steps reads the drafter's weights once (a decode step is
-        # bandwidth-bound at small batch); the verify step costs about one target step
-        draft_step = k * (drafter.step_bytes if drafter else 0) / bandwidth
+        cal = facts.request.calibration or default_calibration()
+        bandwidth = timing.memory_bandwidth_bytes_per_s * cal.device_efficiency(
+            facts.request.device).bandwidth
+        # the verify step costs about one target step at small batch (bandwidth-bound);
+        # the drafting before it as `drafting_seconds` prices it
+        draft_step = drafting_seconds(k, drafter.step_bytes, bandwidth,
+                                      default_draft_timing()) if drafter else 0.0
         step = timing.tpot_s + draft_step
         fit = fit.model_copy(update={
             "acceptance": asked.acceptance, "accepted_tokens_per_step": round(accepted, 4),
@@ -344,9 +404,21 @@ def speculative_trust(facts: ModelFacts) -> dict[str, Trust]:
         if drafter is None or (basis.startswith("counted") and (draft is None or draft.exact))
         else estimate(f"{basis}; {facts.engine.label} places it: {rule.source}"))}
     if asked.acceptance is not None:
-        trust["speculative_time"] = estimate(
-            f"rests on your acceptance rate ({asked.acceptance:g} per token, k = "
-            f"{asked.num_speculative_tokens}): (1 − a^(k+1)) / (1 − a) tokens a step; the "
-            "verify step costs one decode step of the target, each drafting step reads the "
-            "drafter's weights once at the device's bandwidth")
+        trust["speculative_time"] = estimate(time_basis(asked) + "; the verify step costs "
+                                             "one decode step of the target")
     return trust
+
+
+def time_basis(asked: Speculative) -> str:
+    """What a time with speculative decoding rests on: the user's acceptance rate, and the
+    drafting constants with the error they showed on runs their fit did not see."""
+    from llm_inventory.spec.draft_timing import default_draft_timing
+
+    c = default_draft_timing()
+    return (f"rests on your acceptance rate ({asked.acceptance:g} per token, k = "
+            f"{asked.num_speculative_tokens}): (1 − a^(k+1)) / (1 − a) tokens a step; "
+            f"drafting costs {c.round_overhead_s * 1e3:.2f} ms a round and "
+            f"{c.step_overhead_s * 1e3:.2f} ms a step beside the drafter's weight reads, "
+            f"fitted on {len(c.fitted_on)} published batch-1 runs ({c.source}); on "
+            f"{c.held_out_rows} runs the fit did not see, TPOT off by a median "
+            f"{c.held_out_median:.0%}, at most {c.held_out_max:.0%}")

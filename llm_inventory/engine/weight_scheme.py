@@ -68,6 +68,8 @@ def describe_weights(spec: ModelSpec, dtype: str | None = None) -> WeightScheme:
               _scales(q)]
     if q.zero_point:
         detail.append("zero points")
+    if q.experts is not None:  # routed experts stored apart (DeepSeek-V4's fp4)
+        detail.append(f"routed experts {q.experts.method}, {_scales(q.experts)}")
     if runtime:
         detail.append("quantized at load")
     kept = ("attention, dense MLPs, embeddings, norms and lm_head" if q.experts_only else
@@ -89,6 +91,8 @@ def describe_weights(spec: ModelSpec, dtype: str | None = None) -> WeightScheme:
     inner = method.partition("(")[2].split(",")[0].rstrip(")").strip()
     word = inner if inner in DTYPE_BITS else method.split(" ")[0]
     short = (word if named else f"{word} {bits}") + (" experts" if q.experts_only else "")
+    if q.experts is not None:
+        short += "+" + q.experts.method.split(" ")[0]
     return WeightScheme(label=label, short=short, unquantized_dtype=base, method=method,
                         bits=q.bits, group_size=q.group_size, block=q.block,
                         per_channel=q.per_channel, scale_bits=q.scale_bits,

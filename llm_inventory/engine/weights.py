@@ -115,6 +115,12 @@ def quantizes(group: TensorGroup, q: Quantization, layer: int | None) -> bool:
     return not is_ignored(group, layer, q.ignore)
 
 
+def scheme_of(group: TensorGroup, q: Quantization) -> Quantization:
+    """The scheme a quantized matmul weight is stored in: the routed experts' own where the
+    checkpoint keeps one (`Quantization.experts`), else `q`."""
+    return q.experts if q.experts is not None and group.experts else q
+
+
 def quantized_bits(shape: tuple[int, ...], experts: int, q: Quantization) -> float:
     """Bits one quantized matmul weight occupies, with its scales and zero points."""
     out, inp = shape[-2], shape[-1]
@@ -146,7 +152,8 @@ def copy_bytes(group: TensorGroup, dtype: str, q: Quantization | None,
         if scheme is not None:
             return -(-int(quantized_bits(group.shape, group.experts, scheme) + 0.5) // 8)
     elif q is not None and group.linear and quantizes(group, q, layer):
-        return -(-int(quantized_bits(group.shape, group.experts, q) + 0.5) // 8)
+        return -(-int(quantized_bits(group.shape, group.experts, scheme_of(group, q)) + 0.5)
+                 // 8)
     return -(-group.elements * dtype_bits(dtype) // 8)
 
 

@@ -43,11 +43,18 @@ def _kv(entry: ModelEntry, units: UnitSystem) -> str:
 
 
 def _stored(entry: ModelEntry) -> str:
-    """The weights' storage format in a word: `bf16`, `fp8`, `mxfp4`, and `int4` for a
-    container format that names its dtype ("compressed-tensors (int4, group)")."""
+    """The weights' storage format in a word: `bf16`, `fp8`, `mxfp4`, and `int4` or
+    `float4` for a container format that names its dtype ("compressed-tensors (int4,
+    group)", "compressed-tensors (float4, group)")."""
     text = entry.quantization or entry.weight_dtype or ""
+    text, _, experts = text.partition("; routed experts ")
     inner = text.partition("(")[2].split(",")[0].rstrip(")").strip()
-    return inner if inner in DTYPE_BITS else text.split(" ")[0]
+    word = inner if inner in DTYPE_BITS or _NAMED_DTYPE.match(inner) else text.split(" ")[0]
+    return word + ("+" + experts.split(" ")[0] if experts else "")  # fp8+fp4: DeepSeek-V4
+
+
+# A container's own name for its element type: int4, uint8, float4, float8.
+_NAMED_DTYPE = re.compile(r"^u?(?:int|float)\d+$")
 
 
 # Family names as the list prints them: the longest, "encoder_decoder", alone held the

@@ -477,14 +477,23 @@ class Media(_Spec):
     # An image past this many pixels on a side is scaled down to fit, and each side padded
     # up to whole merged patches (Pixtral).
     longest_edge: Pos | None = None
-    # Sides are rounded to the nearest multiple of patch × merge (Qwen's smart_resize; its
-    # pixel limits, processor settings, are not applied).
+    # Sides are rounded to the nearest multiple of patch × merge (Qwen's smart_resize), the
+    # area then scaled, aspect kept, into min_pixels … max_pixels where they are given (the
+    # processor's settings; None: that limit is not applied).
     round_sides: bool = False
+    min_pixels: Pos | None = None
+    max_pixels: Pos | None = None
     # How a large image is cut into `image_size` tiles: "grid" (InternVL: the grid of at
     # most max_tiles tiles closest to its aspect ratio, plus a thumbnail tile when there
     # is more than one), "anyres" (LLaVA-NeXT: a base tile plus the best-fitting
-    # grid_pinpoints resolution, its features unpadded to the image's aspect).
-    tiling: Literal["none", "grid", "anyres"] = "none"
+    # grid_pinpoints resolution, its features unpadded to the image's aspect), "split"
+    # (LFM2-VL: an image past max_pixels × split_tolerance is cut as "grid" cuts it, its
+    # thumbnail the smart-resized image; a smaller one is that image alone).
+    tiling: Literal["none", "grid", "anyres", "split"] = "none"
+    split_tolerance: float | None = None
+    # LFM2-VL's markers: a start and an end token around the image, one before each tile
+    # and one before the thumbnail (they occupy the context like the features).
+    tile_markers: bool = False
     min_tiles: Pos = 1
     thumbnail: bool = False
     grid_pinpoints: list[tuple[Pos, Pos]] = Field(default_factory=list)  # (height, width) px
@@ -577,6 +586,9 @@ class Quantization(_Spec):
     # a matmul weight of a module it does not name is unquantized.
     per_module: dict[Text, Quantization] = Field(default_factory=dict,
                                                  max_length=_b.LIST.limit)
+    # The routed experts' own scheme, where the checkpoint stores them apart from the rest
+    # (DeepSeek-V4's `expert_dtype: fp4` beside block-scaled FP8); None: the scheme above.
+    experts: Quantization | None = None
 
 
 class TensorRole(StrEnum):

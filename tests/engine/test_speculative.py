@@ -183,6 +183,8 @@ PRESETS = ["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v2-lite", "gemma-3-27b", "
            "gpt-oss-20b", "deepseek-v3"]
 DEVICES = ["h100", "a100-80gb", "rtx-4090", "h200"]
 ENGINES = ["vllm", "vllm@0.19", "vllm@0.6", "sglang", "sglang@0.4.7", "trtllm", "llamacpp"]
+HYBRID = {"qwen3.5-27b"}  # Gated DeltaNet state beside attention
+VLLM_V1 = {"vllm", "vllm@0.19"}
 
 
 def _figures(result: PlacementResult) -> list[object]:
@@ -196,23 +198,25 @@ def _figures(result: PlacementResult) -> list[object]:
 def test_speculation_without_memory_leaves_every_figure_unchanged(
         model: str, device: str, engine: str, count: int) -> None:
     """Off (None) and n-gram drafting (no drafter) give the same plans, figure for figure;
-    off adds no speculative block and no trust group. One exception, vLLM V1's own rule:
-    every drafting method gives Mamba / linear-attention state a page per drafted token
-    (tests/engine/serving/test_feature_logs.py), so a hybrid model holds no more there."""
+    off adds no speculative block and no trust group."""
     try:
         off = _plan(model, None, engine=engine, device=device, count=count, tp=None)
     except InputError:
         return  # the engine refuses this model or device: nothing to compare
     ngram = _plan(model, Speculative(method="ngram", num_speculative_tokens=3), engine=engine,
                   device=device, count=count, tp=None)
-    if model == "qwen3.5-27b" and engine in ("vllm", "vllm@0.19"):
+    if model in HYBRID and engine in VLLM_V1:
+        # vLLM's state layers keep one block more per drafted token and request
+        # (MambaSpec.num_speculative_blocks): fewer requests fit (and the printed tokens,
+        # concurrency × max_model_len, follow); the weights and the pool do not move
         for a, b in zip(off.plans, ngram.plans, strict=True):
             assert a.per_device is not None and b.per_device is not None
-            assert (a.per_device.weight_bytes, a.per_device.kv_pool_bytes) == (
-                b.per_device.weight_bytes, b.per_device.kv_pool_bytes)
-            assert b.max_concurrency <= a.max_concurrency
-        return
-    assert _figures(off) == _figures(ngram)
+            assert (a.tp, a.pp, a.ep, a.per_device.weight_bytes, a.per_device.kv_pool_bytes) \
+                == (b.tp, b.pp, b.ep, b.per_device.weight_bytes, b.per_device.kv_pool_bytes)
+            assert (b.max_concurrency or 0) <= (a.max_concurrency or 0)
+            assert b.per_device.kv_capacity_tokens <= a.per_device.kv_capacity_tokens
+    else:
+        assert _figures(off) == _figures(ngram)
     assert all(p.speculative is None for p in off.plans)
     assert not any(key.startswith("speculative") for key in off.trust)
 
@@ -354,3 +358,33 @@ def test_sglang_gives_every_request_slot_draft_and_verify_headroom() -> None:
         facts.settings.model_copy(update={"speculative_tokens_per_request": 0}),
         Speculative(method="ngram", num_speculative_tokens=3))
     assert facts.engine.pool_layout(layers, ngram).measure(pool) == plain.measure(pool)
+
+
+def test_llamacpp_types_the_draft_cache_f16_whatever_the_targets() -> None:
+    """llama.cpp's draft context has its own cache types, -ctkd/-ctvd, F16 unless given
+    (common/common.h common_params_speculative_draft): a q8_0 target cache leaves the
+    draft's at F16, and -ctkd/-ctvd q8_0 shrink it to q8_0's 34 bytes a block of 32."""
+    def draft_kv(line: str) -> int:
+        era, rest = match_program(shlex.split(line))
+        command = era.parse_launch(rest)
+        assert command.speculative is not None
+        loaded = command.speculative.model_copy(update={
+            "draft_spec": load_model(str(QWEN3_06B))})
+        plan = predict_launch(load_preset("qwen3-8b"), command, era, resolve_device("h100"),
+                              speculative=loaded).plan
+        assert plan.speculative is not None
+        return plan.speculative.draft_kv_bytes_per_token
+
+    base = "llama-server -m qwen3-8b.gguf -md qwen3-0.6b.gguf -c 8192"
+    f16 = draft_kv(base)
+    # Qwen3-0.6B: 28 layers × 8 KV heads × 128 × K and V at 2 bytes
+    assert f16 == 28 * 8 * 128 * 2 * 2
+    assert draft_kv(base + " -ctk q8_0 -ctv q8_0") == f16
+    assert draft_kv(base + " -ctkd q8_0 -ctvd q8_0") == 28 * 8 * 128 * 2 * 34 // 32
+    era, rest = match_program(shlex.split(base + " -ctkd q8_0 -ctvd q8_0"))
+    command = era.parse_launch(rest)
+    assert command.speculative is not None
+    assert command.speculative.draft_cache_types == ("q8_0", "q8_0")
+    assert not any("ctkd" in flag or "ctvd" in flag for flag in command.ignored)
+    with pytest.raises(InputError):
+        era.parse_launch(shlex.split("-m t.gguf -md d.gguf -ctkd q9_9"))

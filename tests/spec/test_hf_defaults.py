@@ -38,7 +38,12 @@ NO_CLASS = {"nemotron-nas": DATA / "configs-2026" / "Llama-3_3-Nemotron-Super-49
 YEAR_2026 = DATA / "transformers-defaults-2026"
 # Classes whose bare defaults do not build (Lfm2MoeConfig leaves layer_types None): their
 # defaults with the fewest values set to build stand in (transformers-defaults-2026/README.md).
-MADE_BUILDABLE = {"lfm2_moe": YEAR_2026 / "lfm2_moe--layer-types-of-LFM2-8B-A1B.json"}
+MADE_BUILDABLE = {"lfm2_moe": YEAR_2026 / "lfm2_moe--layer-types-of-LFM2-8B-A1B.json",
+                  # Qwen4ExpConfig(): indexed_attention layers with null indexer keys.
+                  "qwen4_exp": DATA / "configs-2026-qwen4"
+                  / "transformers-defaults--qwen4_exp-with-qsa.json",
+                  "qwen4_exp_text": DATA / "configs-2026-qwen4"
+                  / "transformers-defaults--qwen4_exp_text-with-qsa.json"}
 # Defaults to_dict() does not show as the class holds them, and why.
 NOT_IN_TO_DICT = {
     ("gemma3_text", "sliding_window_pattern"):

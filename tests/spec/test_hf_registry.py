@@ -136,6 +136,8 @@ SUPPORTED = [
     "qwen3_next",
     "qwen3_vl",
     "qwen3_vl_moe",
+    "qwen4_exp",
+    "qwen4_exp_text",
     "roberta",
     "sarvam_mla",
     "sarvam_moe",
@@ -197,7 +199,7 @@ def _counted_types() -> set[str]:
             for folder in ("configs-2026", "configs-2026-more", "configs-2026-dense",
                            "configs-2026-checkpoint-code", "configs-2026-variants",
                            "transformers-defaults-2026", "configs-2026-frontier",
-                           "configs-2026-late"):
+                           "configs-2026-late", "configs-2026-qwen4"):
                 path = DATA / folder / entry["file"]
                 text = json.loads(path.read_text()).get("text_config") if path.is_file() \
                     else None

@@ -21,7 +21,7 @@ from llm_inventory.engine.params import count_parameters
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import from_hf_config
 from llm_inventory.spec.model import ModelSpec
-from tests.reference import DATA
+from tests.reference import DATA, check_reference_set
 
 ORACLE = DATA / "oracle-2026-late.json"
 FOLDER = DATA / "configs-2026-late"
@@ -39,13 +39,7 @@ def _spec(entry: dict[str, Any]) -> ModelSpec:
 
 
 def test_the_set_covers_its_types_with_versions_recorded() -> None:
-    assert {e["model_type"] for e in ENTRIES} == TYPES
-    for e in ENTRIES:
-        assert e["versions"]["transformers"] == "5.25.0", e["file"]
-        assert str(e["versions"]["torch"]).startswith("2.13.0"), e["file"]
-        assert "error" not in e, e["file"]
-    listed = {e["file"] for e in json.loads((FOLDER / "index.json").read_text())}
-    assert listed == {p.name for p in FOLDER.glob("*.json")} - {"index.json"}
+    check_reference_set(ENTRIES, FOLDER, TYPES)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
@@ -115,20 +109,38 @@ def test_no_rope_layers_must_cover_every_layer() -> None:
 
 
 # (height, width) → placeholder tokens by HYV4VLImageProcessor's smart_resize (sides rounded
-# to whole 32-pixel merged patches while the area stays within 512² … 2048²) and
-# HYV4VLProcessor._num_frame_tokens (merged rows × (merged columns + 1 newline)),
-# transformers 5.25.0 models/hy_v4_vl.
+# to whole 32-pixel merged patches, the area scaled into 512² … 2048², its class defaults)
+# and HYV4VLProcessor._num_frame_tokens (merged rows × (merged columns + 1 newline)),
+# transformers 5.25.0 models/hy_v4_vl, run on those sizes (the last five past the limits).
 HY4_IMAGE_TOKENS = {(512, 512): 16 * 17, (768, 1024): 24 * 33, (1080, 1920): 34 * 61,
-                    (2048, 2048): 64 * 65, (1000, 700): 31 * 23}
+                    (2048, 2048): 64 * 65, (1000, 700): 31 * 23, (3000, 3000): 4160,
+                    (2160, 4096): 4094, (200, 300): 294, (100, 100): 272, (4000, 600): 2500}
+
+# (height, width) → the tokens an image occupies in LFM2-VL's context at the processor's
+# defaults: Lfm2VlImageProcessor._get_split_layout, Lfm2VlProcessor._get_image_num_tokens
+# and _build_image_tokens (image tokens plus start, end, tile and thumbnail markers),
+# transformers 5.25.0 models/lfm2_vl, run on those sizes. 720 rounds to 704 (half to even)
+# and stays one image; 724 rounds to 736, past twice 256 tokens' area, and is cut in tiles.
+LFM2_IMAGE_TOKENS = {(512, 512): 258, (256, 256): 66, (100, 80): 74, (768, 1024): 1779,
+                     (1080, 1920): 2311, (2048, 2048): 2572, (1000, 700): 1792,
+                     (300, 4000): 2805, (724, 724): 1287, (725, 725): 1287, (4000, 300): 2805,
+                     (64, 64): 66, (3000, 3000): 2572, (720, 720): 258, (752, 752): 1287,
+                     (704, 704): 258, (33, 2000): 128}
 
 
-def test_hy4_vl_image_tokens_follow_its_processor_within_its_pixel_limits() -> None:
+@pytest.mark.parametrize(("model_type", "table", "note"), [
+    ("hy_v4_vl", HY4_IMAGE_TOKENS, "512² … 2048² pixels"),
+    ("lfm2_vl", LFM2_IMAGE_TOKENS, "preprocessor_config.json")])
+def test_image_tokens_follow_the_processor(model_type: str, table: dict[tuple[int, int], int],
+                                           note: str) -> None:
     from llm_inventory.engine.media import feature_tokens
 
-    entry = next(e for e in ENTRIES if e["model_type"] == "hy_v4_vl")
+    entry = next(e for e in ENTRIES if e["model_type"] == model_type)
     spec = _spec(entry)
     assert spec.encoder is not None
-    for (height, width), tokens in HY4_IMAGE_TOKENS.items():
+    for (height, width), tokens in table.items():
         got = feature_tokens(spec.encoder.media, width=width, height=height)
         assert got.feature_tokens == tokens, (height, width)
-    assert any("min/max pixel limits are not applied" in note for note in spec.notes)
+    assert any(note in n for n in spec.notes)
+    if model_type == "lfm2_vl":  # no size given: one 512-pixel tile with its two markers
+        assert feature_tokens(spec.encoder.media).feature_tokens == 258

@@ -220,7 +220,10 @@ def test_sparse_config_builds_the_same_spec(name: str) -> None:
 
 # Class defaults transformers cannot build either, and the key the error names
 # (Lfm2MoeConfig() leaves layer_types None; Lfm2MoeDecoderLayer indexes it).
-FAILS_AS_TRANSFORMERS_DOES = {"transformers-defaults-2026/lfm2_moe.json": "layer_types"}
+FAILS_AS_TRANSFORMERS_DOES = {"transformers-defaults-2026/lfm2_moe.json": "layer_types",
+                              # Qwen4ExpConfig(): indexed_attention layers, null indexer keys.
+                              "transformers-defaults/qwen4_exp.json": "indexer_n_heads",
+                              "transformers-defaults/qwen4_exp_text.json": "indexer_n_heads"}
 
 
 def test_every_case_builds() -> None:

@@ -3,12 +3,9 @@ registry sources in the forms transformers and vLLM write them."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "drift.py"
+from tests.reference import load_tool
 
 AUTO_MAPPINGS = '''
 from collections import OrderedDict
@@ -51,12 +48,7 @@ _VLLM_MODELS = {**_TEXT_GENERATION_MODELS, **_MULTIMODAL_MODELS}
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("drift_tool", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["drift_tool"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("drift")
 
 
 def test_transformers_types_follow_every_form_of_the_mapping() -> None:

@@ -157,17 +157,21 @@ class ModelFacts:
 
     def stage_weights(self, tp: int, pp: int, ep: int) -> list[int]:
         """Weight bytes one rank of each pipeline stage holds (the engine's extras included)."""
+        return self._with_drafter(self.target_stage_weights(tp, pp, ep), tp, ep)
+
+    def target_stage_weights(self, tp: int, pp: int, ep: int) -> list[int]:
+        """`stage_weights` without a drafter's: what the target's own steps read."""
         layout = self.layout
         ranges = self.ranges(pp)
         own = self.engine.stage_weights(layout, ranges, self.settings)
         if own is not None:
-            return self._with_drafter(own, tp, ep)
+            return own
         if layout.coarse_total is not None:
             dense = layout.coarse_total - layout.coarse_experts
             experts = layout.coarse_experts
             expert_part = (experts * max(self.expert_counts(ep)) / self.experts / pp
                            if ep > 1 and self.experts else experts / tp / pp)
-            return self._with_drafter([int(dense / tp / pp + expert_part)] * pp, tp, ep)
+            return [int(dense / tp / pp + expert_part)] * pp
         prefix = self._device_prefix(tp, ep)
         vocab_share = self._vocab_share(tp)
         first = layout.first_vocab * vocab_share + layout.first_split / tp + layout.first_rep
@@ -182,7 +186,7 @@ class ModelFacts:
             if index == pp - 1:
                 total += last
             weights.append(math.ceil(total))
-        return self._with_drafter(weights, tp, ep)
+        return weights
 
     # --- speculative decoding (engine/speculative.py) --------------------------------------
 
@@ -377,6 +381,7 @@ def model_facts(spec: ModelSpec, request: PlacementRequest) -> ModelFacts:
         max_num_seqs=request.max_num_seqs, block_size=request.block_size,
         memory_fraction=request.gpu_memory_utilization, flags=request.engine_flags,
         dtype=activation_dtype(spec)))
+    settings = engine.model_settings(settings, spec)
     stack = spec.decoder
     layers = stack.layers if stack is not None else 1
     moe = stack.moe if stack is not None else None

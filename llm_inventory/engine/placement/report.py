@@ -223,8 +223,7 @@ class Reporter:
                     self._longest[key] = longest_context(
                         layers, pool, block_size=facts.settings.block_size,
                         max_num_batched_tokens=facts.settings.max_num_batched_tokens,
-                        upper=facts.context,
-                        speculative_blocks=facts.settings.speculative_state_tokens)
+                        upper=facts.context)
                 found.append(self._longest[key])
         return min(found)
 

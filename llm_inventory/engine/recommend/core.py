@@ -22,11 +22,12 @@ from llm_inventory.engine.recommend.models import (
     Status,
 )
 from llm_inventory.engine.serving import get as get_engine
+from llm_inventory.engine.speculative import accepted_length, drafting_seconds, time_basis
 from llm_inventory.engine.timing.calibration import Calibration, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
 from llm_inventory.engine.timing.step import Load, mean_round, round_time
-from llm_inventory.engine.trust import engine_rule, exact
+from llm_inventory.engine.trust import Trust, engine_rule, exact
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -136,8 +137,34 @@ class Evaluator:
         if key not in self._profiles:
             if self._work is None:
                 self._work = model_work(self.facts)
-            self._profiles[key] = work_profile(self.facts, *key, work=self._work)
+            found = work_profile(self.facts, *key, work=self._work)
+            spec = self.request.speculative
+            if found is not None and spec is not None and spec.acceptance is not None:
+                # each round verifies k drafts per sequence after drafting them
+                # (`speculative.drafting_seconds`)
+                from llm_inventory.spec.draft_timing import default_draft_timing
+
+                drafter = self.facts.drafter(plan.tp, plan.ep)
+                k = spec.num_speculative_tokens
+                rate = found.bandwidth * self.cal.device_efficiency(self.device).bandwidth
+                draft = drafting_seconds(k, drafter.step_bytes, rate,
+                                         default_draft_timing()) if drafter else 0.0
+                found = replace(found, verify=k, draft_s=draft)
+            self._profiles[key] = found
         return self._profiles[key]
+
+    @property
+    def accepted(self) -> float:
+        """Output tokens a round yields per decoding sequence: 1, or with speculative
+        decoding at the user's acceptance rate (1 − a^(k+1)) ÷ (1 − a)."""
+        spec = self.request.speculative
+        if spec is None or spec.acceptance is None:
+            return 1.0
+        return accepted_length(spec.acceptance, spec.num_speculative_tokens)
+
+    def rounds(self, osl: float) -> float:
+        """Rounds a request of `osl` output tokens decodes for."""
+        return max(1.0, osl / self.accepted)
 
     def batch_limit(self, plan: Plan) -> int:
         """Sequences one replica runs at once at the workload's mean lengths: its pools'
@@ -167,19 +194,24 @@ class Evaluator:
         lengths, cal, chunk = self.lengths, self.cal, self.chunk
         isl = self._prefill(lengths.isl)
         context = lengths.isl + lengths.osl / 2
+        rounds = self.rounds(lengths.osl)
         t = mean_round(p, cal, Load(decode=batch, context=context, prefill=batch * isl
-                                    / lengths.osl, prompt=max(1, round(isl)),
-                                    prompts=batch / lengths.osl), chunk).seconds
-        rate = batch / (lengths.osl * t)
-        return self._spread(p, batch, t, rate, extra_ttft, busy=batch)
+                                    / rounds, prompt=max(1, round(isl)),
+                                    prompts=batch / rounds), chunk).seconds
+        rate = batch / (rounds * t)
+        return self._spread(p, batch, t / self.accepted, rate, extra_ttft, busy=batch,
+                            round_s=t)
 
     def _prefill(self, isl: float) -> float:
         """Prompt tokens a prefill computes: the prefix cache serves the shared part."""
         return max(1.0, isl * (1 - self.request.workload.prefix_share))
 
     def _spread(self, p: WorkProfile, batch: int, t: float, rate: float, extra: float,
-                busy: float) -> Point:
+                busy: float, round_s: float | None = None) -> Point:
+        """The percentiles over the length sample at TPOT `t`, the rounds lasting
+        `round_s` (`t` unless a round yields more than one token)."""
         ttfts, e2es = [], []
+        step = t if round_s is None else round_s
         # The sample draws from a few bins: each distinct prompt length is timed once (the
         # figure depends on it alone), not once per draw (200 draws, a few bins).
         by_isl: dict[int, float] = {}
@@ -190,7 +222,7 @@ class Evaluator:
                 alone = prefill_alone(p, self.cal, own, self.chunk)
                 ttft = by_isl[isl] = _first_token(
                     p, self.cal, own, self.lengths.isl + self.lengths.osl / 2,
-                    max(0.0, busy - 1), rate, t, self.chunk, alone) + extra
+                    max(0.0, busy - 1), rate, step, self.chunk, alone) + extra
             ttfts.append(ttft)
             e2es.append(ttft + max(0, osl - 1) * t)
         ttft_l = Latency(p50=_percentile(ttfts, 0.5), p95=_percentile(ttfts, 0.95))
@@ -205,10 +237,11 @@ class Evaluator:
         run's requests)."""
         lengths = self.lengths
         served = serve(p, self.cal, isl=max(1, round(self._prefill(lengths.isl))),
-                       osl=max(1, round(lengths.osl)), cap=batch, chunk=self.chunk,
-                       rate=rate, concurrency=concurrency, requests=requests)
-        point = self._spread(p, batch, served.tpot_s, served.requests_per_s, extra,
-                             busy=served.concurrency)
+                       osl=max(1, round(self.rounds(lengths.osl))), cap=batch,
+                       chunk=self.chunk, rate=rate, concurrency=concurrency,
+                       requests=requests)
+        point = self._spread(p, batch, served.tpot_s / self.accepted, served.requests_per_s,
+                             extra, busy=served.concurrency, round_s=served.tpot_s)
         if served.saturated and requests and rate and served.capacity_requests_per_s:
             # a finite run past capacity: the i-th request waits i × (1/μ − 1/λ) behind the
             # others, so the median waits half the run's backlog and p95 0.95 of it
@@ -376,15 +409,17 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     context = lengths.isl + lengths.osl / 2
     # decode pool: the largest batch meeting TPOT, no prompts riding in its steps
     best = None
+    per_token = 1 / ev.accepted  # a round's share of each output token
     for b in _batches(limit):
-        t = round_time(p, cal, Load(decode=b, context=context), chunk).seconds
+        t = round_time(p, cal, Load(decode=b, context=context), chunk).seconds * per_token
         if request.targets.tpot_s is None or t <= request.targets.tpot_s or best is None:
             best = (b, t)
     assert best is not None
     batch, tpot = best
     if w.concurrency is not None and w.concurrency < batch:  # a closed loop: its users
         batch = w.concurrency
-        tpot = round_time(p, cal, Load(decode=batch, context=context), chunk).seconds
+        tpot = round_time(p, cal, Load(decode=batch, context=context), chunk).seconds \
+            * per_token
     rate = w.qps
     if rate is None:
         users = w.concurrency or batch
@@ -397,7 +432,7 @@ def _disaggregated(ev: Evaluator, plan: Plan, request: RecommendRequest) -> \
     running = float(batch)
     for _ in range(100):
         tpot = round_time(p, cal, Load(decode=max(1.0, running), context=context),
-                          chunk).seconds
+                          chunk).seconds * per_token
         if w.qps is None:
             rate = (w.concurrency or batch) / (prefill_alone(p, cal, isl, chunk)
                                                + lengths.osl * tpot)
@@ -633,6 +668,15 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
                      "spread of queueing is not modelled)")
     if request.workload.qps is None and request.workload.concurrency is None:
         notes.append("no --qps or --concurrency: one replica with its batch at the bound")
+    asked = request.speculative
+    if asked is not None and asked.acceptance is None:
+        notes.append(f"times leave {asked.method} speculative decoding out (its memory is "
+                     "placed): give --acceptance for the tokens a step yields")
+    elif asked is not None and asked.acceptance is not None:
+        k = asked.num_speculative_tokens
+        notes.append(f"TPOT with {asked.method} speculative decoding at your acceptance rate "
+                     f"{asked.acceptance:g}: {accepted_length(asked.acceptance, k):.2f} tokens "
+                     f"a round, each verifying {k} drafts after {k} drafting steps (estimate)")
     if request.context is None and launch is not None:
         notes.append(f"the launch context is the workload's longest request, ISL + OSL "
                      f"{lengths.longest:,} tokens: the engine refuses longer ones (give "
@@ -654,11 +698,24 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
             "throughput": timing_trust(cal, regime, _chosen_device(request, chosen),
                                        "requests served at the operating batch",
                                        engine=_chosen_engine(chosen, evaluators)),
+            **_speculative_trust(request),
             "cost": exact("price catalog × GPUs: as exact as the dated list price"),
             "launch": engine_rule("the chosen command read back as `inventory launch` reads "
                                   "it: the engine's own start-up lines"),
         },
     )
+
+
+def _speculative_trust(request: RecommendRequest) -> dict[str, Trust]:
+    """The label of times that rest on the user's acceptance rate (none without it)."""
+    spec = request.speculative
+    if spec is None or spec.acceptance is None:
+        return {}
+    from llm_inventory.engine.trust import estimate
+
+    return {"speculative_time": estimate(
+        time_basis(spec) + "; a round computes each sequence's k + 1 positions and reads "
+        "its KV and the weights once")}
 
 
 def _chosen_device(request: RecommendRequest, chosen: RecommendedPlan | None) -> Device | None:

@@ -96,10 +96,6 @@ class EngineSettings(BaseModel):
     kv_dtype: str
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     dtype: str | None = None  # the model's activation dtype, when the engine reads it
-    # Drafted tokens each request's fixed state keeps room for (vLLM V1 with speculative
-    # decoding: one more state page per drafted token, a wider Gated DeltaNet conv window);
-    # 0 without speculative decoding or on engines that keep none
-    speculative_state_tokens: int = 0
 
 
 class LaunchCommand(BaseModel):
@@ -574,6 +570,17 @@ class ServingEngine(ABC):
         return DraftRule(weights_budgeted=True, kv_budgeted=True,
                          source="the drafter's weights beside the target's and its KV "
                          "layers in the same pool (generic rule)")
+
+    def draft_cache(self, flags: dict[str, FlagValue],
+                    asked: Speculative) -> dict[str, object]:
+        """What a draft model's placement request changes so its cache is typed as the
+        engine types a draft's (by default nothing: the target's KV dtype and flags)."""
+        return {}
+
+    def model_settings(self, settings: EngineSettings, spec: ModelSpec) -> EngineSettings:
+        """The settings as the model's class changes them (vLLM's mamba cache mode for the
+        classes that declare it); by default unchanged."""
+        return settings
 
     def speculative_settings(self, settings: EngineSettings,
                              asked: Speculative) -> EngineSettings:

@@ -221,6 +221,14 @@ class LlamaCpp(ServingEngine):
             "draft model loaded beside the target, its context the target's cells per slot "
             "(tools/server/server.cpp load_model, params_dft.n_ctx)"))
 
+    def draft_cache(self, flags: dict[str, FlagValue],
+                    asked: Speculative) -> dict[str, object]:
+        """The draft context's cache types are its own: -ctkd/-ctvd, F16 unless given,
+        whatever -ctk/-ctv the target has (common/common.h common_params_speculative_draft
+        cache_type_k/cache_type_v = GGML_TYPE_F16)."""
+        k, v = asked.draft_cache_types or (DRAFT_CACHE_TYPE, DRAFT_CACHE_TYPE)
+        return {"kv_dtype": k, "engine_flags": {**flags, "cache_type_k": k, "cache_type_v": v}}
+
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         unknown = sorted(set(asked.flags) - set(FLAGS))
         if unknown:
@@ -664,6 +672,8 @@ _OPTIONS: dict[str, tuple[str, bool]] = {
     "-ngld": ("gpu_layers_draft", True), "--gpu-layers-draft": ("gpu_layers_draft", True),
     "--n-gpu-layers-draft": ("gpu_layers_draft", True),
     "-cd": ("ctx_size_draft", True), "--ctx-size-draft": ("ctx_size_draft", True),
+    "-ctkd": ("cache_type_k_draft", True), "--cache-type-k-draft": ("cache_type_k_draft", True),
+    "-ctvd": ("cache_type_v_draft", True), "--cache-type-v-draft": ("cache_type_v_draft", True),
     "-nkvo": ("no_kv_offload", False), "--no-kv-offload": ("no_kv_offload", False),
 }
 _FA_VALUES = ("on", "off", "auto", "1", "0", "true", "false")
@@ -829,13 +839,19 @@ def _draft(values: dict[str, FlagValue], typed: dict[str, str], understood: list
                 said = f"{typed[key]} {text}"
                 understood.remove(said)
                 ignored.append(said)
+    types = tuple(kv_cache_type(str(values.pop(key, DRAFT_CACHE_TYPE)), key)
+                  for key in ("cache_type_k_draft", "cache_type_v_draft"))
     draft = values.pop("model_draft", None)
     draft_max = values.pop("draft_max", None)
-    return llamacpp_read(None if draft is None else str(draft),
-                         None if draft_max is None else str(draft_max))
+    found = llamacpp_read(None if draft is None else str(draft),
+                          None if draft_max is None else str(draft_max))
+    if found is None or types == (DRAFT_CACHE_TYPE, DRAFT_CACHE_TYPE):
+        return found
+    return found.model_copy(update={"draft_cache_types": types})
 
 
 ALL_LAYERS_DRAFT = 99  # -ngld at or past every layer of any draft: the whole draft on GPUs
+DRAFT_CACHE_TYPE = "f16"  # a draft context's K and V without -ctkd/-ctvd (common/common.h)
 
 
 def _quant_tag(model: str) -> str | None:

@@ -29,12 +29,15 @@ Rules (vLLM 0.19's KV cache manager):
   vllm/v1/core/kv_cache_utils.py). With prefix caching asked for beside attention, the
   state is cached in mode "align": a state group needs two blocks per request and its block
   is the attention block (`CacheConfig.mamba_cache_mode`, vllm/config/cache.py;
-  `MambaSpec.max_memory_usage_bytes`). Without attention (Mamba alone) one block is one
-  state page of every layer, one block per request, of max_model_len tokens (prefix
-  caching there is not modelled). With speculative decoding each state group needs one
-  more block per request for every drafted token (`MambaSpec.num_speculative_blocks`,
-  the launch's num_speculative_tokens); the state page itself is the engine's to widen
-  (vLLM: a Gated DeltaNet conv window longer by the drafted tokens, placement/facts.py).
+  `MambaSpec.max_memory_usage_bytes`). With speculative decoding a state group keeps one
+  block more per drafted token for each request (`MambaSpec.num_speculative_blocks`, set to
+  num_speculative_tokens by the state layers' `get_kv_cache_spec`; `MambaManager`). In mode
+  "all" (what 0.21-0.27 choose with prefix caching for the model classes that declare
+  `SupportsMambaPrefixCaching`: NemotronH, Falcon-H1, Granite-4.0-H, Jamba, Zamba2, Mamba)
+  a state group keeps a state at every block: ⌈max_model_len ÷ block⌉ blocks per request
+  (`MambaSpec.max_memory_usage_bytes`).
+  Without attention (Mamba alone) one block is one state page of every layer, one block
+  per request, of max_model_len tokens (prefix caching there is not modelled).
 - Layers of one kind whose pages differ (MiMo-V2's sliding layers hold twice the KV heads of
   its full ones) group apart. vLLM unifies the page size (`unify_kv_cache_spec_page_size`,
   vllm/v1/core/kv_cache_utils.py): a smaller page that divides the largest grows its block
@@ -89,6 +92,7 @@ class BlockPool(PoolLayout):
     batched: int = 0
     prefix_caching: bool = False
     speculative_blocks: int = 0
+    state_at_every_block: bool = False
 
     def measure(self, pool_bytes: int) -> tuple[int, int, float]:
         """(blocks, tokens, maximum concurrency) of a pool of `pool_bytes`."""
@@ -112,7 +116,8 @@ class BlockPool(PoolLayout):
                                       max_num_batched_tokens=self.batched,
                                       upper=self.max_model_len,
                                       prefix_caching=self.prefix_caching,
-                                      speculative_blocks=self.speculative_blocks)
+                                      speculative_blocks=self.speculative_blocks,
+                                      state_at_every_block=self.state_at_every_block)
         return KvCapacity(blocks=blocks, tokens=tokens, max_concurrency=concurrency,
                           bytes_per_token=self.per_token, groups=self.groups,
                           request_blocks=self.need, page_bytes=self.page,
@@ -135,10 +140,9 @@ ALIGN_LATENT = 64
 def _with_state(
     layers: Sequence[KvLayer], states: Sequence[KvLayer], *, block_size: int,
     max_model_len: int, max_num_batched_tokens: int, prefix_caching: bool = False,
-    speculative_blocks: int = 0,
+    speculative_blocks: int = 0, state_at_every_block: bool = False,
 ) -> BlockPool:
-    """The pool of a device holding paged fixed state (see module rules;
-    `speculative_blocks`: the state pages a request keeps for drafted tokens)."""
+    """The pool of a device holding paged fixed state (see module rules)."""
     paged = [layer for layer in layers if layer.bytes_per_token]
     fixed = sum(layer.fixed_bytes for layer in layers if not _pages_state(layer))
     state = max(layer.fixed_bytes for layer in states)
@@ -158,32 +162,41 @@ def _with_state(
     for (kind, window), count in counts.items():
         n = _cdiv(count, g)
         groups += n
-        need += n * _request_blocks(kind, window, block, max_model_len, max_num_batched_tokens,
-                                    prefix_caching and bool(paged))
-        if kinds.get(kind).paged_state:
-            need += n * speculative_blocks
+        if kinds.get(kind).paged_state:  # a state group (mode "all": one per block)
+            kept = (_cdiv(max_model_len, block) if state_at_every_block and prefix_caching
+                    and paged else _request_blocks(kind, window, block, max_model_len,
+                                                   max_num_batched_tokens,
+                                                   prefix_caching and bool(paged)))
+            need += n * (kept + speculative_blocks)
+        else:
+            need += n * _request_blocks(kind, window, block, max_model_len,
+                                        max_num_batched_tokens, prefix_caching and bool(paged))
     return BlockPool(page=layer_page * g, groups=groups, need=need,
                      per_token=sum(layer.bytes_per_token for layer in paged), fixed=fixed,
                      block_size=smallest, attention_block=block if paged else None,
                      layer_page=layer_page, state_page=state, layers=tuple(layers),
                      max_model_len=max_model_len, batched=max_num_batched_tokens,
                      prefix_caching=prefix_caching and bool(paged),
-                     speculative_blocks=speculative_blocks)
+                     speculative_blocks=speculative_blocks,
+                     state_at_every_block=state_at_every_block)
 
 
 def pool_layout(
     layers: Sequence[KvLayer], *, block_size: int, max_model_len: int,
     max_num_batched_tokens: int, prefix_caching: bool = False, speculative_blocks: int = 0,
+    state_at_every_block: bool = False,
 ) -> BlockPool:
     """Page size, groups and per-request blocks of a device's layers; `prefix_caching`
-    counts the state pages a hybrid model keeps with it on, `speculative_blocks` those it
-    keeps for drafted tokens (see the module rules)."""
+    counts the state pages a hybrid model keeps with it on (at every block with
+    `state_at_every_block`, mode "all"), `speculative_blocks` those it keeps per drafted
+    token (see the module rules)."""
     states = [layer for layer in layers if _pages_state(layer)]
     if states:
         return _with_state(layers, states, block_size=block_size, max_model_len=max_model_len,
                            max_num_batched_tokens=max_num_batched_tokens,
                            prefix_caching=prefix_caching,
-                           speculative_blocks=speculative_blocks)
+                           speculative_blocks=speculative_blocks,
+                           state_at_every_block=state_at_every_block)
     paged = [layer for layer in layers if layer.bytes_per_token]
     fixed = sum(layer.fixed_bytes for layer in layers)
     per_token = sum(layer.bytes_per_token for layer in paged)
@@ -231,6 +244,7 @@ def kv_capacity(
 def longest_context(
     layers: Sequence[KvLayer], pool_bytes: int, *, block_size: int, max_num_batched_tokens: int,
     upper: int, prefix_caching: bool = False, speculative_blocks: int = 0,
+    state_at_every_block: bool = False,
 ) -> int:
     """The longest max_model_len one request fits into the pool (0 when none does)."""
     lo, hi = 0, upper
@@ -239,7 +253,8 @@ def longest_context(
         layout = pool_layout(layers, block_size=block_size, max_model_len=mid,
                              max_num_batched_tokens=max_num_batched_tokens,
                              prefix_caching=prefix_caching,
-                             speculative_blocks=speculative_blocks)
+                             speculative_blocks=speculative_blocks,
+                             state_at_every_block=state_at_every_block)
         if layout.measure(pool_bytes)[2] >= 1:
             lo = mid
         else:

@@ -172,7 +172,10 @@ def llamacpp_read(draft: str | None, draft_max: str | None) -> Speculative | Non
 def llamacpp_args(asked: Speculative) -> list[str]:
     if asked.method != "draft_model" or not asked.draft:
         return []
-    return ["-md", asked.draft, "--draft-max", str(asked.num_speculative_tokens)]
+    args = ["-md", asked.draft, "--draft-max", str(asked.num_speculative_tokens)]
+    if asked.draft_cache_types is not None:  # the draft's own cache types (F16 unless given)
+        args += ["-ctkd", asked.draft_cache_types[0], "-ctvd", asked.draft_cache_types[1]]
+    return args
 
 
 # --- TensorRT-LLM -----------------------------------------------------------------------

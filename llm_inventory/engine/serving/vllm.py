@@ -64,6 +64,12 @@ from llm_inventory.units import GIB, dtype_bits, normalize_dtype, parse_bytes
 if TYPE_CHECKING:
     from llm_inventory.engine.speculative import DraftRule, Speculative
 
+# The settings key a speculative launch sets for `pool_layout`: the state blocks each request
+# keeps per drafted token.
+SPECULATIVE_BLOCKS = "num_speculative_blocks"
+# The settings key of mamba cache mode "all" (a state at every block), for `pool_layout`.
+MAMBA_CACHE_ALL = "mamba_cache_all"
+
 # MXFP4 expert layouts of vLLM's MoE kernels (see `mxfp4_experts`).
 EXPERTS_MARLIN = ExpertPadding(intermediate=128, hidden=256, hidden_out=True)
 EXPERTS_FLASHINFER_TRTLLM = ExpertPadding(intermediate=256, hidden=256, hidden_out=True,
@@ -285,7 +291,7 @@ class VllmV1(ServingEngine):
         (`speculative_settings`); the rest as the model keeps them."""
         from llm_inventory.engine import kinds
 
-        drafted = settings.speculative_state_tokens
+        drafted = int(settings.flags.get(SPECULATIVE_BLOCKS, 0))
         if drafted:
             layers = tuple(
                 run.model_copy(update={"conv_window": run.conv_window + drafted})
@@ -311,7 +317,20 @@ class VllmV1(ServingEngine):
                            max_model_len=settings.max_model_len,
                            max_num_batched_tokens=settings.max_num_batched_tokens,
                            prefix_caching=bool(settings.flags.get("enable_prefix_caching")),
-                           speculative_blocks=settings.speculative_state_tokens)
+                           speculative_blocks=int(settings.flags.get(SPECULATIVE_BLOCKS, 0)),
+                           state_at_every_block=bool(settings.flags.get(MAMBA_CACHE_ALL)))
+
+    def speculative_settings(self, settings: EngineSettings,
+                             asked: Speculative) -> EngineSettings:
+        """State layers (Mamba, Gated DeltaNet) keep one state block more per drafted token
+        for each request: `MambaSpec.num_speculative_blocks` = num_speculative_tokens
+        (`MambaBase.get_kv_cache_spec`, vllm/model_executor/layers/mamba/abstract.py), read
+        by `pool_layout`; a Gated DeltaNet conv window holds kernel − 1 +
+        num_speculative_tokens positions (`MambaStateShapeCalculator.
+        gated_delta_net_state_shape`, vllm/model_executor/layers/mamba/mamba_utils.py), read
+        by `state_layers`. Every drafting method, n-gram included."""
+        return settings.model_copy(update={"flags": {
+            **settings.flags, SPECULATIVE_BLOCKS: asked.num_speculative_tokens}})
 
     def expert_padding(self, spec: ModelSpec, device: Device | None = None
                        ) -> ExpertPadding | None:
@@ -336,18 +355,6 @@ class VllmV1(ServingEngine):
             "weights loaded before profiling, KV layers in the same KV cache spec "
             "(vllm/v1/worker/gpu_model_runner.py GPUModelRunner.load_model, "
             "get_kv_cache_spec; vllm/v1/core/kv_cache_utils.py get_kv_cache_config)"))
-
-    def speculative_settings(self, settings: EngineSettings,
-                             asked: Speculative) -> EngineSettings:
-        """Every drafting method, n-gram included, gives each Mamba / linear-attention layer
-        one more state page per request for each drafted token (`MambaSpec`
-        num_speculative_blocks = num_speculative_tokens, vllm/model_executor/layers/mamba/
-        abstract.py MambaBase.get_kv_cache_spec; `MambaSpec.max_memory_usage_bytes`,
-        vllm/v1/kv_cache_interface.py) and a Gated DeltaNet conv window of kernel − 1 +
-        num_speculative_tokens positions (`MambaStateShapeCalculator.
-        gated_delta_net_state_shape`, vllm/model_executor/layers/mamba/mamba_utils.py)."""
-        return settings.model_copy(
-            update={"speculative_state_tokens": asked.num_speculative_tokens})
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering as release `version` (its MXFP4 backends differ inside it)."""

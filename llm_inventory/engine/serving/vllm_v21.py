@@ -43,11 +43,17 @@ from llm_inventory.engine.serving.base import (
 )
 from llm_inventory.engine.serving.paged import BlockPool
 from llm_inventory.engine.serving.runtimes import platform
-from llm_inventory.engine.serving.vllm import VllmV1
+from llm_inventory.engine.serving.vllm import MAMBA_CACHE_ALL, VllmV1
 from llm_inventory.engine.serving.vllm_graphs import GraphModel, estimate_graphs
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import GIB
+
+# The model types whose vLLM classes declare `SupportsMambaPrefixCaching` (vllm/model_executor/
+# models/: falcon_h1, granitemoehybrid, jamba, mamba, mamba2, nemotron_h, zamba2; the same
+# set from v0.24.0 to v0.28.0).
+MAMBA_PREFIX_CACHING_TYPES = frozenset({"falcon_h1", "granitemoehybrid", "jamba", "mamba",
+                                        "mamba2", "nemotron_h", "zamba2"})
 
 
 class VllmV21(VllmV1):
@@ -115,6 +121,17 @@ class VllmV21(VllmV1):
         """Whether this release's worker profiles (and subtracts) CUDA graphs on the
         device's platform."""
         return str(settings.flags.get(self.platform_flag, "cuda")) in self.graph_platforms
+
+    def model_settings(self, settings: EngineSettings, spec: ModelSpec) -> EngineSettings:
+        """With prefix caching, the classes that declare `SupportsMambaPrefixCaching` keep
+        their state in mode "all", a state at every block (`MambaModelConfig
+        .verify_and_update_config`, vllm/model_executor/models/config.py, v0.21.0-v0.27.1:
+        "all" if model_config.supports_mamba_prefix_caching else "align")."""
+        if (spec.model_type in MAMBA_PREFIX_CACHING_TYPES
+                and settings.flags.get("enable_prefix_caching")):
+            return settings.model_copy(update={"flags": {**settings.flags,
+                                                         MAMBA_CACHE_ALL: True}})
+        return settings
 
     def pool_layout(self, layers: Sequence[KvLayer], settings: EngineSettings) -> PoolLayout:
         """0.19's pool, its token count printed as ⌊maximum concurrency × max_model_len⌋

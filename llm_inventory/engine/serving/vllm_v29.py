@@ -56,7 +56,8 @@ class NullBlockPool(BlockPool):
                                   max_num_batched_tokens=self.batched,
                                   upper=self.max_model_len,
                                   prefix_caching=self.prefix_caching,
-                                  speculative_blocks=self.speculative_blocks)
+                                  speculative_blocks=self.speculative_blocks,
+                                  state_at_every_block=self.state_at_every_block)
         return found.model_copy(update={"longest_context": longest})
 
 

@@ -9,7 +9,9 @@ reads (all per device of the busiest pipeline stage unless said):
 - weight bytes: the non-expert part and the routed experts one rank holds (`placement/facts`);
 - KV bytes one sequence holds at a context (windows capped, paged), memoised;
 - the payload of the collectives: TP all-reduce (2 per layer, hidden × activation bytes per
-  token) and EP dispatch/combine (per MoE layer).
+  token) and EP dispatch/combine (per MoE layer);
+- with speculative decoding, the drafted tokens a decoding sequence verifies per round and
+  the drafting time a round adds.
 Devices: a replica is tp × pp devices, or ep × pp with expert parallelism, where the
 attention runs data-parallel over ep ÷ tp groups of tp ranks.
 """
@@ -55,6 +57,11 @@ class WorkProfile:
     facts: ModelFacts = field(repr=False)
     _attention: dict[tuple[int, int], float] = field(default_factory=dict, repr=False)  # shared
     _kv: dict[int, float] = field(default_factory=dict, repr=False)
+    # speculative decoding (`engine/speculative.py`): the drafted tokens every decoding
+    # sequence verifies in a round beside its own, and the seconds a round spends drafting
+    # them; 0 without it
+    verify: int = 0
+    draft_s: float = 0.0
 
     @property
     def group(self) -> int:
@@ -163,7 +170,7 @@ def work_profile(facts: ModelFacts, tp: int, pp: int, ep: int,
     if peak is None:
         return None
     w = work or model_work(facts)
-    weights = max(facts.stage_weights(tp, pp, ep))
+    weights = max(facts.target_stage_weights(tp, pp, ep))  # a drafter reads its own
     experts_held = facts.expert_bytes(tp, ep) / pp
     return WorkProfile(
         device=device, tp=tp, pp=pp, ep=ep, layers=facts.layers,

@@ -150,7 +150,7 @@ def _first_token(p: WorkProfile, cal: Calibration, isl: int, context: float, n: 
     own = round_time(p, cal, Load(decode=max(n, 1e-9), context=context,
                                   prefill=isl * (1 + lam * wait), prompt=isl,
                                   prompts=1 + lam * wait), chunk).seconds
-    budget = max(1.0, chunk - n)
+    budget = max(1.0, chunk - n * (1 + p.verify))
     rho = min(0.999, lam * isl * t / budget)
     queue = rho * own / (2 * (1 - rho))
     return max(alone, wait + own + queue) + cal.server_overhead_s

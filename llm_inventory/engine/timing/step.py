@@ -19,6 +19,10 @@ Rules (constants from `Calibration`):
   `graph_collective_latency_s` per collective instead (when the calibration has them); a
   step with prefill tokens runs eagerly.
 - Chunking: a step carries at most max_num_batched_tokens tokens; more make more steps.
+- Speculative decoding: a decoding sequence computes its own token and the k drafted ones
+  it verifies (matmuls, attention, lm_head and collectives over k + 1 positions; vLLM's
+  scheduler counts them against max_num_batched_tokens, `Scheduler.schedule`), reading its
+  KV once; the drafting the round needs first (`WorkProfile.draft_s`) adds to the round.
 - Pipeline: a round crosses every stage once; each stage runs 1 ÷ pp of the layers for a
   micro-batch of 1 ÷ m of the sequences, m = min(pp, the round's sequences): a sequence is
   never split across micro-batches, so fewer sequences than stages leave stages idle (a
@@ -89,9 +93,10 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
     # few prompts load few groups: the busiest group carries this many tokens
     prompts_in = math.ceil(load.prefill / load.prompt - 1e-9) if load.prompt else g
     g_prefill = min(g, max(1, prompts_in))
-    tokens = (load.decode + load.prefill) * share
-    busiest = (load.decode / g + load.prefill / g_prefill) * share
-    seqs = (load.decode + load.prompts) * share
+    positions = load.decode * (1 + p.verify)  # a decode's own token and those it verifies
+    tokens = (positions + load.prefill) * share
+    busiest = (positions / g + load.prefill / g_prefill) * share
+    seqs = (positions + load.prompts) * share
     layer_share = 1 / p.pp
     rate = p.peak * eff.compute
     dense = (p.dense_flops_per_token * busiest + p.lm_head_flops * seqs / g) / p.tp
@@ -103,8 +108,8 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
                     / (rate * cal.experts))
     attn = 0.0
     if load.decode:
-        attn += load.decode * share * p.attention_flops(max(0, round(load.context) - 1),
-                                                        max(1, round(load.context))) / g
+        attn += positions * share * p.attention_flops(max(0, round(load.context) - 1),
+                                                      max(1, round(load.context))) / g
     if load.prefill and load.prompt:
         attn += load.prefill * share * p.attention_flops(0, load.prompt) / load.prompt \
             / g_prefill
@@ -148,7 +153,7 @@ def round_time(p: WorkProfile, cal: Calibration, load: Load, chunk: int, *,
     each riding whole in one micro-batch (a TTFT); otherwise the prompt tokens spread over
     the micro-batches, as each of the engine's scheduler steps fills its own token budget
     (a round's throughput)."""
-    tokens = load.decode + load.prefill
+    tokens = load.decode * (1 + p.verify) + load.prefill
     steps = max(1, math.ceil(tokens / chunk - 1e-9))
     prompts = math.ceil(load.prefill / load.prompt - 1e-9) if load.prompt else \
         (1 if load.prefill else 0)
@@ -160,8 +165,10 @@ def round_time(p: WorkProfile, cal: Calibration, load: Load, chunk: int, *,
                    prefill=load.prefill * per, prompt=load.prompt, prompts=load.prompts * per)
     one = _stage(p, cal, busiest, 1 / steps)
     factor = steps * p.pp
-    return StepCost(seconds=one.seconds * factor, compute_s=one.compute_s * factor,
-                    memory_s=one.memory_s * factor, communication_s=one.communication_s * factor,
+    draft = p.draft_s if load.decode else 0.0
+    return StepCost(seconds=one.seconds * factor + draft, compute_s=one.compute_s * factor,
+                    memory_s=one.memory_s * factor + draft,
+                    communication_s=one.communication_s * factor,
                     overhead_s=one.overhead_s * factor, steps=steps)
 
 
@@ -178,7 +185,7 @@ def mean_round(p: WorkProfile, cal: Calibration, load: Load, chunk: int) -> Step
     round is priced as it stands."""
     if not load.prefill or not load.prompt:
         return round_time(p, cal, load, chunk)
-    budget = max(1.0, chunk - load.decode)
+    budget = max(1.0, chunk - load.decode * (1 + p.verify))
     piece = min(float(load.prompt), budget)
     if load.prefill >= piece:
         return round_time(p, cal, load, chunk)

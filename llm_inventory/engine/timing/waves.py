@@ -107,7 +107,7 @@ def closed_loop(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: fl
     while finished < total:
         budget = chunk
         decoding = [s for s in running if s.prefill == 0]
-        budget -= len(decoding)
+        budget -= len(decoding) * (1 + p.verify)  # with the drafts each verifies
         chunks: list[tuple[_Seq, int]] = []
         for s in running:
             if s.prefill and budget > 0:

@@ -122,6 +122,16 @@ def all_sliding(c: HFConfig, window: int | None) -> dict[str, Any]:
     return {"sliding_window": window, "layer_types": [LayerKind.SLIDING]}
 
 
+def _quantization_config(c: HFConfig) -> Any:
+    """`quantization_config`, with a top-level `expert_dtype` moved into it as
+    `DeepseekV4Config.__post_init__` moves it (V4.1 ships it inside)."""
+    q = c.raw("quantization_config")
+    expert_dtype = c.raw("expert_dtype")
+    if isinstance(q, dict) and expert_dtype is not None and "expert_dtype" not in q:
+        return {**q, "expert_dtype": expert_dtype}
+    return q
+
+
 def hf_model(c: HFConfig, family: Family, *, decoder: Stack | None = None,
              encoder: Encoder | None = None, max_context: int | None = None,
              notes: list[str] | None = None) -> ModelSpec:
@@ -135,7 +145,7 @@ def hf_model(c: HFConfig, family: Family, *, decoder: Stack | None = None,
         dtype=dtype,
         decoder=decoder,
         encoder=encoder,
-        quantization=from_quantization_config(c.raw("quantization_config"), c.label, dtype),
+        quantization=from_quantization_config(_quantization_config(c), c.label, dtype),
         max_context=max_context,
         notes=notes or [],
     )

@@ -216,9 +216,11 @@ def indexer_types(c: HFConfig, layers: int) -> list[str]:
         explicit = [modes[ch] for ch in pattern]
     elif explicit is None and pattern is not None:
         explicit = c.str_list("index_topk_pattern")
+    # the schedule's keys are read (and checked) even where an explicit list supersedes
+    # them, as GlmMoeDsaConfig.__post_init__ ignores them then
+    freq = max(c.integer("index_topk_freq", 1), 1)
+    offset = c.integer("index_skip_topk_offset", 2, minimum=0)
     if explicit is None:
-        freq = max(c.integer("index_topk_freq", 1), 1)
-        offset = c.integer("index_skip_topk_offset", 2, minimum=0)
         explicit = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared"
                     for i in range(layers)]
     if len(explicit) < layers or set(explicit) - {"full", "shared"}:

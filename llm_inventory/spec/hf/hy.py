@@ -163,11 +163,15 @@ def hy_v4_vl(c: HFConfig) -> ModelSpec:
                        linear=True),
                  extra("patch_merger.proj_out.bias", [out]),
                  extra("patch_merger.image_newline", [out])]
+    # HYV4VLImageProcessor's class defaults for the pixel limits (transformers 5.25
+    # models/hy_v4_vl/image_processing_hy_v4_vl.py: min_pixels 512², max_pixels 2048²)
     media = Media(patch_size=v.integer("patch_size"), spatial_merge_size=merge,
-                  row_break=True, round_sides=True)
+                  row_break=True, round_sides=True, min_pixels=512 * 512,
+                  max_pixels=2048 * 2048)
     encoder = Encoder(kind="vision", stack=_hy_v4_vl_tower(v), media=media,
                       projector=projector)
     tied = c.flag("tie_word_embeddings")
     return vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), encoder, text,
-                     ["image tokens follow smart_resize to whole merged patches plus a "
-                      "newline per row; the processor's min/max pixel limits are not applied"])
+                     ["image tokens follow HYV4VLImageProcessor's smart_resize (whole merged "
+                      "patches, 512² … 2048² pixels at its defaults) plus a newline per row; a "
+                      "preprocessor_config.json that changes the limits is not read"])

@@ -137,7 +137,12 @@ BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
     "deepseek_v2": _MLA, "deepseek_v3": _MLA, "deepseek_v32": _MLA, "glm4_moe_lite": _MLA,
-    "glm_moe_dsa": _MLA,
+    "glm_moe_dsa": {
+        **_MLA,
+        # not a GlmMoeDsaConfig field (GLM-5.2's hub file): the MTP layer's indexer, a layer
+        # the class does not build
+        "index_share_for_mtp_iteration": "concerns the MTP layer, which the class does not "
+                                         "build"},
     "hy_v4": _HY_V4, "hy_v4_vl_text": _HY_V4,
     "hy_v4_vl_vision": {"interpolate_mode": "how the learned positions are resized to an "
                         "image's grid: no tensor"},
@@ -226,6 +231,14 @@ BY_CLASS: dict[str, dict[str, str]] = {
                        "tower has no deepstack mergers"},
     "qwen3_5_moe_vision": {"deepstack_visual_indexes": "Qwen3_5MoeVisionConfig deletes it: "
                            "the tower has no deepstack mergers"},
+    "qwen4_exp_text": {
+        "seed": "seeds the PLE hash multipliers, buffers (Qwen4ExpTextNGramEmbedding)",
+        "split_ngram_parts": "how the checkpoint shards each n-gram table; loading "
+                             "concatenates them (Qwen4ExpTextConfig)",
+        "number_of_conv_states": "derived by Qwen4ExpTextConfig.__post_init__ from "
+                                 "ple_layer_ids (3 with PLE layers, else 1)"},
+    "qwen4_exp_vision": {"deepstack_visual_indexes": "Qwen4ExpVisionConfig is "
+                         "Qwen3_5MoeVisionConfig, which deletes it: no deepstack mergers"},
     "qwen2_vl_vision": _QWEN_VL_VISION, "qwen2_5_vl_vision": _QWEN_VL_VISION,
     # Kimi-K3 (no transformers class): each reason checked against the checkpoint's tensor
     # listing, which the count matches (tests/data/configs-2026-checkpoint-listing).
@@ -243,6 +256,14 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "use_grouped_topk": "grouped routing, no tensor",
         **_MLA},
     "kimi_k3_linear_attn": {"gate_lower_bound": "a clamp on the forget gate's values"},
+    # DeepseekV4Config / modeling_deepseek_v4.py (transformers 5.25 models/deepseek_v4)
+    "deepseek_v4": {
+        "attention_bias": "a DeepseekV4Config field DeepseekV4Attention never reads: its "
+                          "projections carry no bias",
+        "num_key_value_heads": "a DeepseekV4Config field the modelling never reads: one "
+                               "shared KV head (kv_proj) whatever it says",
+        "num_hash_layers": "folds into mlp_layer_types: hash-routed layers keep the same "
+                           "parameters (DeepseekV4HashRouter's weight; tid2eid is a buffer)"},
     # HYV3Config (transformers 5.25 models/hy_v3): keys of Hy3's hub file it has no field for.
     "hy_v3": {
         "qk_norm": "HYV3Attention always builds its q/k norms",
@@ -294,7 +315,9 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "moe_apply_router_weight_on_input": "where the routing weight multiplies "
                                             "(LagunaConfig refuses true): no tensor",
         "moe_routed_scaling_factor": "scales the routed output (LagunaSparseMoeBlock)",
-        "moe_router_logit_softcapping": "a tanh cap on router logits (LagunaTopKRouter)"},
+        "moe_router_logit_softcapping": "a tanh cap on router logits (LagunaTopKRouter)",
+        "use_bidirectional_attention": "not a LagunaConfig field; LagunaModel always builds "
+                                       "a causal mask: a mask, no tensor or cache"},
     "lfm2_moe": {"use_expert_bias": "Lfm2MoeSparseMoeBlock's expert_bias is an nn.Buffer "
                                     "of num_experts routing offsets, not a weight"},
     "olmo_hybrid": {

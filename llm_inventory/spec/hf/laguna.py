@@ -39,6 +39,30 @@ def _per_layer(c: HFConfig, key: str, layers: int, default: list[Any]) -> list[A
     return values
 
 
+def _same_as_built(c: HFConfig, layers: int, mlp: list[Any], per_head: bool) -> None:
+    """Keys poolside's own checkpoints carry beside LagunaConfig's (Laguna-S-2.1's hub
+    file: `gating_types`, `mlp_only_layers`, `decoder_sparse_step`): transformers 5.25 has
+    no such fields and builds from `gating` and `mlp_layer_types` alone. Where they say
+    the same they are read; where they say otherwise the model is not the one counted, and
+    they are refused by name."""
+    types = c.raw("gating_types")
+    if types is not None:
+        want = "per_head" if per_head else "per_element"
+        if not isinstance(types, list) or types != [want] * layers:
+            raise InputError(f"{c.label}: gating_types",
+                             f"only {layers} entries of {want!r} (the `gating` setting) are "
+                             "modelled; a per-layer gating choice is not")
+    if c.raw("mlp_only_layers") is None and c.raw("decoder_sparse_step") is None:
+        return
+    dense = set(c.int_list("mlp_only_layers") or [])
+    step = c.integer("decoder_sparse_step", 1)  # a class without it: every layer may be MoE
+    implied = ["dense" if i in dense or (i + 1) % step else "sparse" for i in range(layers)]
+    if implied != mlp:
+        raise InputError(f"{c.label}: mlp_only_layers",
+                         "with decoder_sparse_step it must name the dense layers "
+                         "mlp_layer_types names; a disagreement is not modelled")
+
+
 def laguna(c: HFConfig) -> ModelSpec:
     """Laguna: per-layer head counts, a gated attention output, a dense first layer."""
     layers = c.integer("num_hidden_layers")
@@ -55,6 +79,7 @@ def laguna(c: HFConfig) -> ModelSpec:
         raise InputError(f"{c.label}: gating",
                          f"must be true, \"per-head\" or \"per-element\", got {gating!r}")
     per_head = gating is True or gating == "per-head"
+    _same_as_built(c, layers, mlp, per_head)
     moe = MoE(experts=c.integer("num_experts"), top_k=c.integer("num_experts_per_tok"),
               expert_intermediate_size=c.integer("moe_intermediate_size"),
               shared_experts=1,

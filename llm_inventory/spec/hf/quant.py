@@ -2,7 +2,9 @@
 
 Formats and what they keep beside each quantized weight (facts from each format's loader):
 - fp8 (`quant_method: fp8`): 8-bit weights; `weight_block_size` [128, 128] adds one fp32
-  scale per block (DeepSeek-V3), otherwise one per tensor.
+  scale per block (DeepSeek-V3), otherwise one per tensor. `expert_dtype: fp4` stores the
+  routed experts apart: two e2m1 values a byte, one scale per 32 along the input
+  (transformers integrations/finegrained_fp8.py FP8Experts, DeepSeek-V4).
 - compressed-tensors: `config_groups[*].weights` gives num_bits, strategy (tensor, channel,
   group, block) and group size; scales are stored in the model dtype; asymmetric schemes add
   zero points; `ignore` lists modules left alone (typically `lm_head`).
@@ -74,6 +76,21 @@ def _compressed_tensors(q: dict[str, Any], label: str, model_dtype: str) -> Quan
     )
 
 
+def _fp8_experts(q: dict[str, Any], label: str) -> Quantization | None:
+    """The routed experts' scheme of an fp8 checkpoint: `expert_dtype` fp8 (or absent) is
+    the checkpoint's own; fp4 packs two e2m1 values a byte with one scale per 32 inputs
+    (FP8Experts' `sf_gran_k` 32, the block size ignored), a one-byte ue8m0 scale with
+    `scale_fmt: ue8m0` (DeepSeek-V4), else fp32."""
+    dtype = q.get("expert_dtype")
+    if dtype is None or dtype == "fp8":
+        return None
+    if dtype == "fp4":
+        return Quantization(method="fp4 (e2m1)", bits=4, group_size=32,
+                            scale_bits=8 if q.get("scale_fmt") == "ue8m0" else 32)
+    raise InputError(f"{label}: quantization_config.expert_dtype",
+                     f"unsupported {dtype!r}; supported: fp8, fp4")
+
+
 def from_quantization_config(q: Any, label: str, model_dtype: str) -> Quantization | None:
     """Read a config's `quantization_config`; None when absent."""
     if q is None:
@@ -90,6 +107,7 @@ def from_quantization_config(q: Any, label: str, model_dtype: str) -> Quantizati
             block=(block[0], block[1]) if isinstance(block, list) and len(block) == 2 else None,
             scale_bits=32,
             ignore=ignore,
+            experts=_fp8_experts(q, label),
         )
     if method == "fbgemm_fp8":
         return Quantization(method="fp8 (per-channel)", bits=8, per_channel=True, scale_bits=32,

@@ -132,18 +132,7 @@ def _text(c: HFConfig, *, fused: bool, mtp_key: str, mtp_fallback: int | None) -
         attn_output_gate=c.flag("attn_output_gate", True),
         partial_rotary_factor=partial_rotary(c), rope_scaling=rope_scaling(c),
         layer_types=hybrid_layers(c, layers),
-        linear_attention=LinearAttention(
-            key_heads=c.integer("linear_num_key_heads"),
-            value_heads=c.integer("linear_num_value_heads"),
-            key_head_dim=c.integer("linear_key_head_dim"),
-            value_head_dim=c.integer("linear_value_head_dim"),
-            conv_kernel=c.integer("linear_conv_kernel_dim"),
-            fused_projections=fused,
-            # The recurrent state in mamba_ssm_dtype where the config names it (vLLM
-            # `Qwen3_5ForConditionalGenerationConfig`); otherwise vLLM's mamba_ssm_cache_dtype
-            # "auto", the model dtype. The conv window is always in the model dtype.
-            state_dtype=state_dtype(c, "mamba_ssm_dtype") or dtype, conv_dtype=dtype,
-        ),
+        linear_attention=gated_delta_net(c, dtype, fused),
         moe=moe,
         mtp=_mtp(c, mtp_key, hidden, moe is not None, mtp_fallback),
     )
@@ -225,3 +214,19 @@ def qwen3_5(c: HFConfig) -> ModelSpec:
 def qwen3_5_moe(c: HFConfig) -> ModelSpec:
     """Qwen3.5-MoE: a Qwen3.5-MoE text model and the vision tower."""
     return _composite(c, "qwen3_5_moe_text", "qwen3_5_moe_vision")
+
+
+def gated_delta_net(c: HFConfig, dtype: str, fused: bool) -> LinearAttention:
+    """The Gated DeltaNet layers of the `linear_*` keys (Qwen3-Next, Qwen3.5, Qwen4-Exp):
+    the recurrent state in mamba_ssm_dtype where the config names it (vLLM
+    `Qwen3_5ForConditionalGenerationConfig`), otherwise vLLM's mamba_ssm_cache_dtype "auto",
+    the model dtype; the conv window always in the model dtype."""
+    return LinearAttention(
+        key_heads=c.integer("linear_num_key_heads"),
+        value_heads=c.integer("linear_num_value_heads"),
+        key_head_dim=c.integer("linear_key_head_dim"),
+        value_head_dim=c.integer("linear_value_head_dim"),
+        conv_kernel=c.integer("linear_conv_kernel_dim"),
+        fused_projections=fused,
+        state_dtype=state_dtype(c, "mamba_ssm_dtype") or dtype, conv_dtype=dtype,
+    )

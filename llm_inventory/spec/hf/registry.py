@@ -125,6 +125,7 @@ TEXT_MODELS: dict[str, Row] = {
     "qwen3_5_text": ("qwen_next", "qwen3_5_text", ("Qwen3_5ForCausalLM",)),
     "qwen3_moe": ("qwen", "qwen3_moe", ("Qwen3MoeForCausalLM",)),
     "qwen3_next": ("qwen_next", "qwen3_next", ("Qwen3NextForCausalLM",)),
+    "qwen4_exp_text": ("qwen4_exp", "qwen4_exp_text", ("Qwen4ExpForCausalLM",)),
     # SarvamMLAConfig builds DeepseekV3ForCausalLM, SarvamMoEConfig Glm4MoeForCausalLM
     "sarvam_mla": ("deepseek", "deepseek_v3", ()),
     "sarvam_moe": ("glm", "glm4_moe", ()),
@@ -186,6 +187,7 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "qwen3_5_moe": ("qwen_next", "qwen3_5_moe", ("Qwen3_5MoeForConditionalGeneration",)),
     "qwen3_vl": ("qwen_vl", "qwen3_vl", ("Qwen3VLForConditionalGeneration",)),
     "qwen3_vl_moe": ("qwen_vl", "qwen3_vl_moe", ("Qwen3VLMoeForConditionalGeneration",)),
+    "qwen4_exp": ("qwen4_exp", "qwen4_exp", ("Qwen4ExpForConditionalGeneration",)),
     # Step-3.7-Flash's hub file nests a step3p5 text_config and the vision tower.
     "step3p7": ("step", "step3p7", ("Step3p7ForConditionalGeneration",)),
 }

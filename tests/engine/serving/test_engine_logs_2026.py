@@ -15,7 +15,7 @@ from llm_inventory.spec.hf import from_hf_config
 from tests.reference import DATA
 
 LOGS = DATA / "engine-logs-2026"
-REPLAYED = {"N01", "N02", "N04", "N05"}
+REPLAYED = {"N01", "N02", "N04", "N05", "N06", "N07", "N08"}  # N06-N08: test_hybrid_logs.py
 NOT_REPLAYED = {
     "N03": "no 0.26 era is modelled and the 122B config is not held; it documents what the "
            "0.21 era misses for hybrid GDN models from 0.26",
