@@ -196,6 +196,13 @@ class VllmV1(ServingEngine):
          "two state pages per request, the state's block the attention block",
          "vllm/config/cache.py CacheConfig.mamba_cache_mode; vllm/v1/kv_cache_interface.py "
          "MambaSpec.max_memory_usage_bytes"),
+        ("speculative decoding beside Mamba / linear-attention state: one more state page "
+         "per request for each drafted token, and a Gated DeltaNet conv window longer by "
+         "the drafted tokens",
+         "vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes "
+         "(num_speculative_blocks, set by vllm/model_executor/layers/mamba/abstract.py "
+         "MambaBase.get_kv_cache_spec); vllm/model_executor/layers/mamba/mamba_utils.py "
+         "MambaStateShapeCalculator.gated_delta_net_state_shape (num_spec)"),
         ("smallest block count over workers", "vllm/v1/core/kv_cache_utils.py "
          "get_kv_cache_configs"),
         ("vocabulary padded to 64 rows", "vllm/model_executor/layers/vocab_parallel_embedding.py "
@@ -272,12 +279,24 @@ class VllmV1(ServingEngine):
     sparse_layouts: ClassVar[dict[str, str]] = {"fp8": "fp8_ds_mla"}
     sparse_block: ClassVar[int] = 64  # FlashMLA sparse's block, forced for these models
 
+    # Fixed-state kinds whose conv window also holds the drafted tokens under speculative
+    # decoding (`MambaStateShapeCalculator.gated_delta_net_state_shape` num_spec; the
+    # Mamba-2 and KDA shapes of the newest releases take it too, not modelled here)
+    drafted_conv_kinds: ClassVar[frozenset[str]] = frozenset({"gdn"})
+
     def state_layers(self, spec: ModelSpec, layers: tuple[StateLayer, ...],
                      settings: EngineSettings) -> tuple[StateLayer, ...]:
         """Sparse MLA layers in the packed record the KV dtype selects (`sparse_layouts`);
-        the rest as the model keeps them."""
+        Gated DeltaNet conv windows longer by the drafted tokens under speculative decoding
+        (`speculative_settings`); the rest as the model keeps them."""
         from llm_inventory.engine import kinds
 
+        drafted = int(settings.flags.get(SPECULATIVE_BLOCKS, 0))
+        if drafted:
+            layers = tuple(
+                run.model_copy(update={"conv_window": run.conv_window + drafted})
+                if run.kind in self.drafted_conv_kinds and run.conv_window else run
+                for run in layers)
         layout = self.sparse_layouts.get(normalize_dtype(settings.kv_dtype, "kv_dtype"))
         stack = spec.decoder
         if layout is None or stack is None:
@@ -306,7 +325,10 @@ class VllmV1(ServingEngine):
         """State layers (Mamba, Gated DeltaNet) keep one state block more per drafted token
         for each request: `MambaSpec.num_speculative_blocks` = num_speculative_tokens
         (`MambaBase.get_kv_cache_spec`, vllm/model_executor/layers/mamba/abstract.py), read
-        by `pool_layout`."""
+        by `pool_layout`; a Gated DeltaNet conv window holds kernel − 1 +
+        num_speculative_tokens positions (`MambaStateShapeCalculator.
+        gated_delta_net_state_shape`, vllm/model_executor/layers/mamba/mamba_utils.py), read
+        by `state_layers`. Every drafting method, n-gram included."""
         return settings.model_copy(update={"flags": {
             **settings.flags, SPECULATIVE_BLOCKS: asked.num_speculative_tokens}})
 

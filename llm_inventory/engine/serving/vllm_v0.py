@@ -62,7 +62,7 @@ from llm_inventory.spec.model import ModelSpec
 from llm_inventory.units import GIB, dtype_bits
 
 if TYPE_CHECKING:
-    from llm_inventory.engine.speculative import DraftRule
+    from llm_inventory.engine.speculative import DraftRule, Speculative
 
 LONG_CONTEXT = 32 * 1024  # V0 turns chunked prefill on above this max_model_len
 SWAP_SPACE_GIB = 4.0
@@ -208,6 +208,11 @@ class VllmV0(VllmV1):
             "blocks split between target and proposer by block size, the proposer's "
             "weights not profiled (vllm/spec_decode/spec_decode_worker.py "
             "determine_num_available_blocks; vllm#9995)"))
+
+    def speculative_settings(self, settings: EngineSettings,
+                             asked: Speculative) -> EngineSettings:
+        """V0 pages no fixed state with its blocks: nothing changes."""
+        return settings
 
     def at_version(self, version: str) -> ServingEngine:
         if version == self.version:

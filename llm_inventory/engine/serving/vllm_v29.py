@@ -55,7 +55,9 @@ class NullBlockPool(BlockPool):
         longest = longest_context(self.layers, usable, block_size=self.block_size,
                                   max_num_batched_tokens=self.batched,
                                   upper=self.max_model_len,
-                                  prefix_caching=self.prefix_caching)
+                                  prefix_caching=self.prefix_caching,
+                                  speculative_blocks=self.speculative_blocks,
+                                  state_at_every_block=self.state_at_every_block)
         return found.model_copy(update={"longest_context": longest})
 
 
