@@ -200,7 +200,8 @@ def _counted_types() -> set[str]:
             for folder in ("configs-2026", "configs-2026-more", "configs-2026-dense",
                            "configs-2026-checkpoint-code", "configs-2026-variants",
                            "transformers-defaults-2026", "configs-2026-frontier",
-                           "configs-2026-late"):
+                           "configs-2026-late",
+                           "configs-2026-glm5"):
                 path = DATA / folder / entry["file"]
                 text = json.loads(path.read_text()).get("text_config") if path.is_file() \
                     else None
