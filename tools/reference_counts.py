@@ -124,7 +124,8 @@ def auto_config(data: dict[str, Any]) -> Any:
 # Text model types transformers builds only inside a wrapper (it has no model class of their
 # own): a flat file of one is passed as that wrapper's text_config, the rest left out.
 TEXT_INSIDE = {"hy_v4_vl_text": "hy_v4_vl", "mistral_large4_text": "mistral_large4",
-               "step3p5": "step3p7"}
+               "step3p5": "step3p7",
+               "glm5_next_text": "glm5_next"}
 
 
 def load_config(raw: dict[str, Any], notes: list[str]) -> tuple[Any, bool]:

@@ -97,7 +97,7 @@ class MLA(_Spec):
     """Multi-head latent attention (DeepSeek-V2/V3): projections and the cached latent."""
 
     kv_lora_rank: Width
-    qk_rope_head_dim: Width
+    qk_rope_head_dim: Width0  # 0: NoPE, no rotary part in the latent (GLM-5.3)
     qk_nope_head_dim: Width
     v_head_dim: Width
     q_lora_rank: Width | None = None  # None: queries come from one full projection
@@ -111,6 +111,9 @@ class Indexer(_Spec):
     heads: Pos
     head_dim: Pos
     topk: Pos
+    # GLM-5.3-Flash (`index_kpool`): the indexer scores pools of this many tokens, each
+    # token's key weighted by a learned gate (`kinds/pooled_dsa.py`); None: token by token.
+    pool: Pos | None = None
 
 
 class Compression(_Spec):
@@ -231,6 +234,9 @@ class LinearAttention(_Spec):
     # head; Kimi-K3's checkpoint stores one per head dim).
     full_rank_gate: bool = False
     decay_entries: Pos | None = None
+    # KDA's forget gate: low rank (f_a_proj, f_b_proj; Kimi Linear) or one full-rank f_proj
+    # (Ling 3's `BailingHybridForgetGate`).
+    full_rank_forget_gate: bool = False
 
     @property
     def v_heads(self) -> int:

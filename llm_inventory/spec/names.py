@@ -19,6 +19,7 @@ class LayerKind(StrEnum):
     INDEXED_MLA = "indexed_mla"  # MLA with a sparse-attention indexer key (DeepSeek-V3.2)
     PACKED_MLA = "packed_mla"  # an indexed MLA record packed as vLLM's fp8_ds_mla keeps it
     SCALED_DSA = "scaled_dsa"  # indexed MLA with softmax scaling and NoPE layers (Mistral Large 4)
+    POOLED_DSA = "pooled_dsa"  # indexed MLA whose indexer scores pools of tokens (GLM-5.3)
     INDEXED_GQA = "indexed_gqa"  # GQA with a lightning indexer key (MiniMax-M3)
     SWA_KV = "swa_kv"  # sliding window over one shared K = V latent (DeepSeek-V4)
     CSA = "csa"  # compressed sparse attention entries (DeepSeek-V4)

@@ -61,6 +61,9 @@ NOT_IN_TO_DICT = {
     ("gemma4_text", "global_head_dim"):
         "read in __post_init__ as kwargs.pop('global_head_dim', 512); to_dict keeps the "
         "per_layer_config it makes",
+    ("bailing_hybrid", "head_dim"):
+        "the field defaults to 128, which __post_init__ copies to linear_head_dim before it "
+        "sets head_dim to qk_rope_head_dim (64); to_dict keeps both",
 }
 
 
@@ -165,6 +168,16 @@ READ_FROM_FILE = {
 }
 
 
+# Keys to_dict() writes that __post_init__ derives from a field it then overwrites: left out
+# of the to_dict() file, the class derives them from the overwritten value, not the
+# default (its to_dict() does not round-trip), and the importer reads the file as the class.
+NOT_ROUND_TRIPPED = {
+    ("bailing_hybrid", "linear_head_dim"):
+        "copied from head_dim (128) before head_dim becomes qk_rope_head_dim (64): without "
+        "it, BailingHybridConfig(**to_dict()) makes the KDA heads 64 wide",
+}
+
+
 def _expanded(spec: Any) -> dict[str, Any]:
     """The spec's dump with each stack's layer kinds spelled out per layer (a repeating
     pattern and its expansion are the same model), without the notes and without what the
@@ -192,7 +205,7 @@ def test_a_left_out_key_takes_the_class_default(model_type: str) -> None:
     base = _expanded(from_hf_config(reference, "config.json"))
     changed = []
     for key in reference:
-        if key in READ_FROM_FILE or key in own:
+        if key in READ_FROM_FILE or key in own or (model_type, key) in NOT_ROUND_TRIPPED:
             continue
         try:
             spec = from_hf_config({k: v for k, v in reference.items() if k != key},

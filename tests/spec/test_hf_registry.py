@@ -25,6 +25,7 @@ SUPPORTED = [
     "afmoe",
     "apertus",
     "arcee",
+    "bailing_hybrid",
     "bailing_moe",
     "bert",
     "bloom",
@@ -58,6 +59,8 @@ SUPPORTED = [
     "glm4",
     "glm4_moe",
     "glm4_moe_lite",
+    "glm5_next",
+    "glm5_next_text",
     "glm_moe_dsa",
     "gpt2",
     "gpt_bigcode",
@@ -199,7 +202,8 @@ def _counted_types() -> set[str]:
             for folder in ("configs-2026", "configs-2026-more", "configs-2026-dense",
                            "configs-2026-checkpoint-code", "configs-2026-variants",
                            "transformers-defaults-2026", "configs-2026-frontier",
-                           "configs-2026-late", "configs-2026-qwen4"):
+                           "configs-2026-late", "configs-2026-qwen4",
+                           "configs-2026-glm5"):
                 path = DATA / folder / entry["file"]
                 text = json.loads(path.read_text()).get("text_config") if path.is_file() \
                     else None

@@ -4,7 +4,8 @@ low-rank forget gate (shared rules of fixed-state kinds: `recurrent.py`).
 - Tensors (transformers `KimiLinearDeltaAttention` and `KimiLinearForgetGate`,
   models/kimi_linear/modeling_kimi_linear.py): q, k and v projections (heads × head dim
   each), one depthwise conv1d over the three (vLLM keeps three, q/k/v_conv1d, of the same
-  total), the forget gate f_a (hidden → head dim) and f_b (head dim → heads × head dim) with
+  total), the forget gate f_a (hidden → head dim) and f_b (head dim → heads × head dim;
+  Ling 3, `BailingHybridForgetGate` in models/bailing_hybrid: one full-rank f_proj) with
   a per-channel dt_bias and per-head A_log, β per head (b_proj), the output gate g_a / g_b
   (Kimi-K3: one full-rank g_proj), a gated RMSNorm over the head dim and o_proj.
 - State per sequence and layer: conv window (kernel − 1) × 3 × heads × head dim, and the
@@ -38,8 +39,11 @@ class KimiDeltaAttention(FixedState):
         for name in ("q_proj", "k_proj", "v_proj"):
             yield from linear(f"{prefix}.{name}", width, hidden, x, col, False)
         yield f"{prefix}.conv1d.weight", (3 * width, 1, la.conv_kernel), x, col, False, 0
-        yield from linear(f"{prefix}.forget_gate.f_a_proj", dim, hidden, x, rep, False)
-        yield from linear(f"{prefix}.forget_gate.f_b_proj", width, dim, x, col, False)
+        if la.full_rank_forget_gate:  # Ling 3: one full-rank forget gate
+            yield from linear(f"{prefix}.forget_gate.f_proj", width, hidden, x, col, False)
+        else:
+            yield from linear(f"{prefix}.forget_gate.f_a_proj", dim, hidden, x, rep, False)
+            yield from linear(f"{prefix}.forget_gate.f_b_proj", width, dim, x, col, False)
         yield f"{prefix}.forget_gate.dt_bias", (width,), x, col, False, 0
         yield f"{prefix}.forget_gate.A_log", (la.decay_entries or heads,), x, col, False, 0
         yield from linear(f"{prefix}.b_proj", heads, hidden, x, col, False)

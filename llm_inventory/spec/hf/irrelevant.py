@@ -133,9 +133,26 @@ _QWEN_VL_VISION = {
 }
 _HY_V4 = {**_MLA, "hc_magnitude": "scales the hyper-connection's post gate: no tensor",
           "learnable_sink_init": "the sinks' initial value: no tensor"}
+# GLM-5.3-Flash's language model (transformers 5.25 models/glm5_next); a flat file holds
+# these keys at the top level, where Glm5NextConfig passes them on as its text config.
+_GLM5_NEXT_TEXT = {
+    **_MLA,
+    "index_kpool_always_select_tail": "whether a query also reads the unfinished pool's "
+                                      "tokens: which cached entries are read, no tensor",
+    "linear_lower_bound": "a clamp on the KDA forget gate's values: no tensor"}
 BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
+    "bailing_hybrid": {
+        "num_key_value_heads": _MLA["num_key_value_heads"],
+        "qk_head_dim": _MLA["qk_head_dim"],
+        "kda_safe_gate": "whether the KDA forget gate is bounded: no tensor",
+        "kda_lower_bound": "the bound on the KDA forget gate's values: no tensor",
+        "expert_swiglu_limit_list": "per-layer clamps of the routed experts' activation",
+        "share_expert_swiglu_limit_list": "per-layer clamps of the shared experts' activation",
+        "mtp_loss_scaling_factor": "a training loss weight",
+        "moe_renormalize": "the class's name for norm_topk_prob: a routing detail",
+        "num_expert_group": "the class's name for n_group: a routing detail"},
     "deepseek_v2": _MLA, "deepseek_v3": _MLA, "deepseek_v32": _MLA, "glm4_moe_lite": _MLA,
     "glm_moe_dsa": {
         **_MLA,
@@ -143,6 +160,12 @@ BY_CLASS: dict[str, dict[str, str]] = {
         # the class does not build
         "index_share_for_mtp_iteration": "concerns the MTP layer, which the class does not "
                                          "build"},
+    "glm5_next_text": _GLM5_NEXT_TEXT,
+    "glm5_next": {**_GLM5_NEXT_TEXT,
+                  "video_start_token_id": "a token id: which row, not how many",
+                  "video_end_token_id": "a token id: which row, not how many"},
+    "glm5_next_vision": {"image_size": "Glm5NextVisionModel has no learned positions: the "
+                         "configured image side sizes no tensor"},
     "hy_v4": _HY_V4, "hy_v4_vl_text": _HY_V4,
     "hy_v4_vl_vision": {"interpolate_mode": "how the learned positions are resized to an "
                         "image's grid: no tensor"},

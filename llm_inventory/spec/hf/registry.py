@@ -44,6 +44,7 @@ TEXT_MODELS: dict[str, Row] = {
     "exaone": ("llama", "llama", ()),
     "exaone4": ("exaone", "exaone4", ("Exaone4ForCausalLM",)),
     "exaone_moe": ("exaone", "exaone_moe", ("ExaoneMoeForCausalLM",)),
+    "bailing_hybrid": ("bailing_hybrid", "bailing_hybrid", ("BailingHybridForCausalLM",)),
     "bailing_moe": ("bailing", "bailing_moe", ()),  # no transformers class
     "cwm": ("llama", "cwm", ("CwmForCausalLM",)),
     "dbrx": ("dbrx", "dbrx", ("DbrxForCausalLM",)),
@@ -61,6 +62,8 @@ TEXT_MODELS: dict[str, Row] = {
     "glm": ("glm", "glm", ("GlmForCausalLM",)),
     "glm4": ("glm", "glm4", ("Glm4ForCausalLM",)),
     "glm_moe_dsa": ("deepseek", "glm_moe_dsa", ("GlmMoeDsaForCausalLM",)),
+    # transformers builds it only inside glm5_next (Glm5NextTextModel has no head of its own)
+    "glm5_next_text": ("glm5_next", "glm5_next_text", ()),
     "gpt2": ("gpt2", "gpt2", ("GPT2LMHeadModel",)),
     "gpt_bigcode": ("gpt2", "gpt_bigcode", ("GPTBigCodeForCausalLM",)),
     "gpt_neox": ("gpt_neox", "gpt_neox", ("GPTNeoXForCausalLM",)),
@@ -168,6 +171,7 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "kimi_k3": ("kimi_k3", "kimi_k3", ()),  # no transformers class
     "gemma3n": ("gemma3n", "gemma3n", ("Gemma3nForConditionalGeneration",)),
     "gemma4": ("gemma4", "gemma4", ("Gemma4ForConditionalGeneration",)),
+    "glm5_next": ("glm5_next", "glm5_next", ("Glm5NextForConditionalGeneration",)),
     "hy_v4_vl": ("hy", "hy_v4_vl", ("HYV4VLForConditionalGeneration",)),
     "internvl": ("internvl", "internvl", ("InternVLForConditionalGeneration",)),
     "llama4": ("llama4", "llama4", ("Llama4ForConditionalGeneration",)),
