@@ -11,11 +11,11 @@ ORACLE = DATA / "oracle-2026.json"
 ORACLES = sorted(DATA.glob("oracle-2026*.json"))
 FOLDERS = ("configs-2026", "configs-2026-more", "configs-2026-dense",
            "transformers-defaults-2026", "configs-2026-variants", "configs-2026-reported",
-           "configs-2026-frontier", "configs-2026-late")
+           "configs-2026-frontier", "configs-2026-late", "configs-2026-muse")
 # The transformers release each reference set was computed with (the newer model types
 # exist only in the newer release).
 TRANSFORMERS = {"oracle-2026-frontier.json": "5.25.0", "oracle-2026-tf525.json": "5.25.0",
-                "oracle-2026-late.json": "5.25.0"}
+                "oracle-2026-late.json": "5.25.0", "oracle-2026-muse.json": "5.25.0"}
 
 
 def entries() -> list[dict[str, object]]:

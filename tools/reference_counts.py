@@ -124,7 +124,8 @@ def auto_config(data: dict[str, Any]) -> Any:
 # Text model types transformers builds only inside a wrapper (it has no model class of their
 # own): a flat file of one is passed as that wrapper's text_config, the rest left out.
 TEXT_INSIDE = {"hy_v4_vl_text": "hy_v4_vl", "mistral_large4_text": "mistral_large4",
-               "step3p5": "step3p7"}
+               "step3p5": "step3p7", "muse_spark_text": "muse_spark",
+               "muse_glimmer_text": "muse_glimmer"}
 
 
 def load_config(raw: dict[str, Any], notes: list[str]) -> tuple[Any, bool]:
@@ -332,6 +333,7 @@ def moe_figures(model: torch.nn.Module, config: Any, total: int) -> dict[str, An
             continue
         prefix = name[: match.end() - 1]
         params = list(module.parameters())
+        shared = 0
         if isinstance(module, torch.nn.ModuleList):
             experts = len(module)
         else:
@@ -345,11 +347,17 @@ def moe_figures(model: torch.nn.Module, config: Any, total: int) -> dict[str, An
         else:
             per_expert = 0
             for p in params:
+                if p.dim() == 1 and p.shape[0] not in (experts, experts + zero):
+                    # One vector every expert's output passes through (MuseSparkExperts'
+                    # post_expert_norm): always active, no expert's own.
+                    shared += p.numel()
+                    continue
                 rows = p.shape[0] if p.shape[0] in (experts, experts + zero) else experts
                 per_expert += p.numel() // rows
         info = layers.setdefault(prefix, {"experts": experts, "per_expert": 0,
-                                          "params": 0, "path": name})
+                                          "params": 0, "shared": 0, "path": name})
         info["per_expert"] += per_expert
+        info["shared"] += shared
         info["params"] += sum(p.numel() for p in params)
     if not layers:
         return None
@@ -368,7 +376,8 @@ def moe_figures(model: torch.nn.Module, config: Any, total: int) -> dict[str, An
         "experts_module": layers[first]["path"],
         "active_params": None if inactive is None else total - inactive,
     }
-    phantom = sum(v["params"] - v["experts"] * v["per_expert"] for v in layers.values())
+    phantom = sum(v["params"] - v["shared"] - v["experts"] * v["per_expert"]
+                  for v in layers.values())
     if zero and inactive is not None:
         every = sum(v["experts"] * v["per_expert"] for v in layers.values())
         out["zero_computation_experts"] = zero

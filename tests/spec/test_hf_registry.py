@@ -111,6 +111,8 @@ SUPPORTED = [
     "mixtral",
     "mllama",
     "modernbert",
+    "muse_spark",
+    "muse_spark_text",
     "nemotron-nas",
     "nemotron_h",
     "olmo2",

@@ -133,6 +133,19 @@ _QWEN_VL_VISION = {
 }
 _HY_V4 = {**_MLA, "hc_magnitude": "scales the hyper-connection's post gate: no tensor",
           "learnable_sink_init": "the sinks' initial value: no tensor"}
+# Muse Spark / Glimmer (transformers 5.25 models/muse_spark, models/muse_glimmer).
+_MUSE_TEXT = {
+    "tie_word_embeddings": "the text model builds no head, and the composite's lm_head is "
+                           "tied by the composite's own key alone",
+    "qk_scale_factor": "multiplies the normalised queries (MuseSparkTextAttention.forward): "
+                       "no tensor",
+    "output_multiplier": "scales the router and output logits: no tensor",
+    "post_norm_eps": "an epsilon"}
+_MUSE_VISION = {
+    "layer_types": "windowed or whole-image attention per layer (the cu_seqlens "
+                   "MuseSparkVisionModel.forward picks): no tensor, no cache",
+    "max_position_embeddings": "not read by the tower: its learned table has "
+                               "pos_emb_height × pos_emb_width rows"}
 BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
@@ -304,6 +317,14 @@ BY_CLASS: dict[str, dict[str, str]] = {
                         "(OlmoHybridGatedDeltaNet.__init__): values, not shapes"),
         "linear_allow_neg_eigval": "doubles beta in the recurrence "
                                    "(OlmoHybridGatedDeltaNet.forward): no tensor"},
+    # transformers 5.25 models/muse_spark/modeling_muse_spark.py, the class in each reason
+    "muse_spark": {"tie_word_embeddings": "MuseSparkForConditionalGeneration declares no "
+                                          "tied weights: its lm_head is its own"},
+    "muse_spark_text": {
+        **_MUSE_TEXT,
+        "residual_gate_temperature": "divides the residual gates' weight before the sigmoid "
+                                     "(MuseSparkResidualGate.forward): no tensor"},
+    "muse_spark_vision": _MUSE_VISION,
     "solar_open": {
         "intermediate_size": "SolarOpenConfig deletes the field: SolarOpenDecoderLayer "
                              "always builds SolarOpenMoE, never a dense MLP",
