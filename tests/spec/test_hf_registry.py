@@ -111,6 +111,8 @@ SUPPORTED = [
     "mixtral",
     "mllama",
     "modernbert",
+    "muse_glimmer",
+    "muse_glimmer_text",
     "muse_spark",
     "muse_spark_text",
     "nemotron-nas",

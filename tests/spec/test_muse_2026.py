@@ -1,4 +1,5 @@
-"""Meta's Muse models (transformers 5.25 `models/muse_spark`), held to what transformers builds.
+"""Meta's Muse models (transformers 5.25 `models/muse_spark`, `models/muse_glimmer`), held to
+what transformers builds.
 
 tests/data/oracle-2026-muse.json holds the figures `tools/reference_counts.py` read from
 transformers 5.25.0 (torch 2.13.0, meta device) for the configs under
@@ -25,7 +26,7 @@ from tests.reference import DATA
 
 ORACLE = DATA / "oracle-2026-muse.json"
 FOLDER = DATA / "configs-2026-muse"
-TYPES = {"muse_spark", "muse_spark_text"}
+TYPES = {"muse_glimmer", "muse_glimmer_text", "muse_spark", "muse_spark_text"}
 ENTRIES: list[dict[str, Any]] = list(json.loads(ORACLE.read_text()))
 
 
@@ -162,3 +163,64 @@ def test_audio_stages_and_width_are_checked_as_transformers_checks_them() -> Non
     wide = data | {"audio_config": data["audio_config"] | {"out_hidden_size": 512}}
     with pytest.raises(InputError, match="out_hidden_size"):
         from_hf_config(wide, "bad")
+
+
+def test_glimmer_defaults_bytes_per_token_and_paging_note() -> None:
+    """Muse Glimmer's defaults at bf16: 2 KV heads of 128 on all 52 layers — 53,248 bytes
+    per token (39 sliding at 2,048, 13 full); vLLM's muse_glimmer.py pages them so."""
+    entry = _entry("transformers-defaults--muse_glimmer.json")
+    spec = _spec(entry)
+    layers = state_layers(spec)
+    per = Counter(layer.elements_per_token() for layer in layers for _ in range(layer.count))
+    assert per == {2 * 2 * 128: 52}
+    assert sum(k * v for k, v in per.items()) * 2 == 53_248 == entry["kv_elems_per_token"] * 2
+    kinds = Counter(layer.kind for layer in layers for _ in range(layer.count))
+    assert kinds == {"sliding": 39, "full": 13}
+    assert any("MuseGlimmerAttention" in note for note in spec.notes)
+
+
+def test_glimmer_ties_its_head_by_the_composites_key_alone() -> None:
+    """The constructed composite sets tie_word_embeddings: transformers ties lm_head to the
+    embeddings. A flat text file that sets it is built inside a composite that does not."""
+    tied = _entry("constructed--muse_glimmer-small.json")
+    assert tied["tied_embeddings"] is True
+    assert count_parameters(_spec(tied)).lm_head == 0
+    flat = _entry("constructed--muse_glimmer_text-untied.json")
+    assert _config(flat)["tie_word_embeddings"] is True
+    assert flat["tied_embeddings"] is False
+    assert count_parameters(_spec(flat)).lm_head == flat["output_head_params"] > 0
+
+
+def test_glimmer_parts_equal_transformers_modules() -> None:
+    for file in ("transformers-defaults--muse_glimmer.json",
+                 "constructed--muse_glimmer-small.json"):
+        entry = _entry(file)
+        parts = entry["components"]
+        counted = count_parameters(_spec(entry))
+        by = {c.component: c.parameters for c in counted.by_component}
+        assert by[Component.ENCODER] == parts["model.vision_tower"], file
+        assert by[Component.PROJECTOR] == (parts["model.vision_adapter"]
+                                           + parts["model.vision_projection"]), file
+
+
+def test_glimmer_head_dim_defaults_to_the_class_value_not_hidden_over_heads() -> None:
+    """MuseGlimmerTextConfig's head_dim defaults to 128: the flat file (hidden 128, 4 heads)
+    has 4 × 128 query widths, not 4 × 32."""
+    spec = _spec(_entry("constructed--muse_glimmer_text-untied.json"))
+    assert spec.decoder is not None
+    assert spec.decoder.head_dim == 128
+
+
+def test_layers_where_layer_types_and_rotary_disagree_are_named() -> None:
+    """transformers windows a layer by layer_types; vLLM's MuseGlimmerAttention by whether
+    it applies rotary. The constructed files set layer 3 apart (full with rotary); the class
+    defaults agree everywhere."""
+    for file in ("constructed--muse_glimmer-small.json", "constructed--muse_spark-small.json"):
+        notes = _spec(_entry(file)).notes
+        assert [n for n in notes if "disagree" in n] == [
+            "layer 3: layer_types and layer_rope_theta disagree; their cache follows "
+            "layer_types as transformers does, while vLLM windows a layer exactly when it "
+            "applies rotary"], file
+    for file in ("transformers-defaults--muse_glimmer.json",
+                 "transformers-defaults--muse_spark.json"):
+        assert not any("disagree" in n for n in _spec(_entry(file)).notes), file

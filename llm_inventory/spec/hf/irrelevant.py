@@ -137,13 +137,13 @@ _HY_V4 = {**_MLA, "hc_magnitude": "scales the hyper-connection's post gate: no t
 _MUSE_TEXT = {
     "tie_word_embeddings": "the text model builds no head, and the composite's lm_head is "
                            "tied by the composite's own key alone",
-    "qk_scale_factor": "multiplies the normalised queries (MuseSparkTextAttention.forward): "
-                       "no tensor",
-    "output_multiplier": "scales the router and output logits: no tensor",
+    "qk_scale_factor": "multiplies the normalised queries (the *TextAttention forward): no "
+                       "tensor",
+    "output_multiplier": "scales the output logits (and Spark's router logits): no tensor",
     "post_norm_eps": "an epsilon"}
 _MUSE_VISION = {
-    "layer_types": "windowed or whole-image attention per layer (the cu_seqlens "
-                   "MuseSparkVisionModel.forward picks): no tensor, no cache",
+    "layer_types": "windowed or whole-image attention per layer (the cu_seqlens the "
+                   "*VisionModel forward picks): no tensor, no cache",
     "max_position_embeddings": "not read by the tower: its learned table has "
                                "pos_emb_height × pos_emb_width rows"}
 BY_CLASS: dict[str, dict[str, str]] = {
@@ -317,7 +317,9 @@ BY_CLASS: dict[str, dict[str, str]] = {
                         "(OlmoHybridGatedDeltaNet.__init__): values, not shapes"),
         "linear_allow_neg_eigval": "doubles beta in the recurrence "
                                    "(OlmoHybridGatedDeltaNet.forward): no tensor"},
-    # transformers 5.25 models/muse_spark/modeling_muse_spark.py, the class in each reason
+    # transformers 5.25 models/muse_*/modeling_muse_*.py, the class in each reason
+    "muse_glimmer_text": _MUSE_TEXT,
+    "muse_glimmer_vision": _MUSE_VISION,
     "muse_spark": {"tie_word_embeddings": "MuseSparkForConditionalGeneration declares no "
                                           "tied weights: its lm_head is its own"},
     "muse_spark_text": {

@@ -25,7 +25,6 @@ from llm_inventory.spec.hf.common import (
     present_or_default,
     rope_scaling,
     sub_config,
-    text_decoder,
     vlm_model,
 )
 from llm_inventory.spec.hf.vision import vit
@@ -73,8 +72,11 @@ def _attention_layers(c: HFConfig, layers: int) -> tuple[list[LayerKind], list[i
     return kinds, nope
 
 
-def _text(c: HFConfig, *, mlp: dict[str, Any], norms: int, extras: list[Any]) -> Stack:
-    """The layers both text models share; `mlp`, `norms` and `extras` are what differs."""
+def _text(c: HFConfig, *, mlp: dict[str, Any], norms: int, extras: list[Any]
+          ) -> tuple[Stack, list[str]]:
+    """The layers both text models share; `mlp`, `norms` and `extras` are what differs.
+    The notes name layers whose `layer_types` and rotary disagree: transformers (followed
+    here) windows a layer by `layer_types`, vLLM by whether it applies rotary."""
     layers = c.integer("num_hidden_layers")
     hidden, heads = c.integer("hidden_size"), c.integer("num_attention_heads")
     head_dim = c.integer("head_dim", hidden // heads)
@@ -87,6 +89,11 @@ def _text(c: HFConfig, *, mlp: dict[str, Any], norms: int, extras: list[Any]) ->
     every = list(range(layers))
     gate = extra("layers.{i}.self_attn.gate_proj.weight", [heads * head_dim, hidden],
                  linear=True, shard=Shard.COLUMN, layers=every, component=Component.ATTENTION)
+    apart = [i for i, kind in enumerate(kinds) if (kind == LayerKind.SLIDING) == (i in nope)]
+    which = f"layer{'s' if len(apart) > 1 else ''} {', '.join(map(str, apart))}"
+    notes = [f"{which}: layer_types and layer_rope_theta disagree; "
+             "their cache follows layer_types as transformers does, while vLLM windows a "
+             "layer exactly when it applies rotary"] if apart else []
     return Stack(
         layers=layers, hidden_size=hidden, heads=heads,
         kv_heads=present_or_default(c, "num_key_value_heads") or heads, head_dim=head_dim,
@@ -95,7 +102,7 @@ def _text(c: HFConfig, *, mlp: dict[str, Any], norms: int, extras: list[Any]) ->
         tied_embeddings=False, norms_per_layer=norms, layer_types=kinds,
         sliding_window=window if LayerKind.SLIDING in kinds else None,
         overrides=[LayerOverride(layers=nope, rope=False)] if nope else [],
-        rope_scaling=rope_scaling(c), extra=[gate, *extras], **mlp)
+        rope_scaling=rope_scaling(c), extra=[gate, *extras], **mlp), notes
 
 
 def muse_spark_text(c: HFConfig) -> ModelSpec:
@@ -133,8 +140,8 @@ def muse_spark_text(c: HFConfig) -> ModelSpec:
     if not dense:
         c.superseded("intermediate_size")  # no "dense" layer builds MuseSparkTextMLP
     mlp = {"moe": moe, "intermediate_size": c.integer("intermediate_size") if dense else None}
-    stack = _text(c, mlp=mlp, norms=3, extras=extras)
-    return decoder_model(c, stack, notes=[_SPARK_PAGING])
+    stack, notes = _text(c, mlp=mlp, norms=3, extras=extras)
+    return decoder_model(c, stack, notes=[_SPARK_PAGING, *notes])
 
 
 def _vision(v: HFConfig) -> Encoder:
@@ -217,9 +224,10 @@ def _audio(a: HFConfig, text_hidden: int) -> Encoder:
 
 
 # vllm/model_executor/models/muse_glimmer.py (MuseGlimmerAttention.__init__): Attention with
-# per_layer_sliding_window = sliding_window on the rotary layers and None on the NoPE ones.
-_GLIMMER_PAGING = ("vLLM pages the rotary layers as sliding-window and the NoPE layers as "
-                   "full attention (muse_glimmer.py, MuseGlimmerAttention)")
+# per_layer_sliding_window = sliding_window where the layer applies rotary, None where not.
+_GLIMMER_PAGING = ("vLLM pages a layer with rotary as sliding-window and a NoPE layer as full "
+                   "attention (muse_glimmer.py, MuseGlimmerAttention); the importer follows "
+                   "layer_types, the same layers in the default pattern")
 _SPARK_PAGING = ("no serving engine's source has a Muse Spark model file: its cache is paged "
                  "as vLLM pages the Muse Glimmer layers it shares (muse_glimmer.py, "
                  "MuseGlimmerAttention: sliding-window on rotary layers, full on NoPE), a "
@@ -235,8 +243,36 @@ def muse_spark(c: HFConfig) -> ModelSpec:
     weights: its lm_head is its own whatever any `tie_word_embeddings` says."""
     _, v = sub_config(c, "vision_config", "muse_spark_vision")
     _, a = sub_config(c, "audio_config", "muse_spark_audio")
-    decoder, text = text_decoder(c)
+    _, text = sub_config(c, "text_config", "muse_spark_text")
+    language = muse_spark_text(text)
+    decoder = language.decoder
+    assert decoder is not None
     hidden = decoder.hidden_size or 0
     vision = _vision(v).model_copy(update={"projector": _adapter(c, hidden)})
-    spec = vlm_model(c, decoder, vision, text, [_IMAGE_NOTE, _SPARK_PAGING])
+    spec = vlm_model(c, decoder, vision, text, [_IMAGE_NOTE, *language.notes])
     return spec.model_copy(update={"extra_encoders": [_audio(a, hidden)]})
+
+
+def muse_glimmer_text(c: HFConfig) -> ModelSpec:
+    """`MuseGlimmerTextModel`: the shared layer with all four sandwich norms weighted
+    (`MuseGlimmerTextDecoderLayer`), plain residual adds and a dense SwiGLU MLP of
+    `intermediate_size` on every layer."""
+    stack, notes = _text(c, mlp={"intermediate_size": c.integer("intermediate_size")},
+                         norms=4, extras=[])
+    return decoder_model(c, stack, notes=[_GLIMMER_PAGING, *notes])
+
+
+def muse_glimmer(c: HFConfig) -> ModelSpec:
+    """Muse Glimmer: Muse Spark's vision tower and adapter (the same classes under Glimmer's
+    names) and the `muse_glimmer_text` language model. `MuseGlimmerForConditionalGeneration`
+    ties lm_head to the embeddings when the composite's own `tie_word_embeddings` is set;
+    `MuseGlimmerConfig` has no such field, so absent it is untied."""
+    _, v = sub_config(c, "vision_config", "muse_glimmer_vision")
+    _, text = sub_config(c, "text_config", "muse_glimmer_text")
+    language = muse_glimmer_text(text)
+    decoder = language.decoder
+    assert decoder is not None
+    vision = _vision(v).model_copy(update={"projector": _adapter(c, decoder.hidden_size or 0)})
+    tied = c.flag("tie_word_embeddings", False)
+    return vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), vision, text,
+                     [_IMAGE_NOTE, *language.notes])
