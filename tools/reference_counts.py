@@ -266,7 +266,10 @@ def components(model: torch.nn.Module) -> dict[str, int]:
 def embedding_figures(model: Any) -> dict[str, Any]:
     # Omni wrappers hold their decoder in `thinker` and do not expose its embeddings.
     model = getattr(model, "thinker", model)
-    emb = model.get_input_embeddings()
+    emb = None
+    # A DFlash drafter (MuseGlimmerAssistantModel) has no embedding: it borrows its target's.
+    with contextlib.suppress(NotImplementedError):
+        emb = model.get_input_embeddings()
     emb_w = emb.weight if emb is not None else None
     head = None
     with contextlib.suppress(AttributeError, NotImplementedError):
@@ -472,7 +475,18 @@ def forward_cache(model: Any, tokens: int, enc_tokens: int | None = None,
         runner = runner.get_decoder()
     ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
     kwargs: dict[str, Any] = {"use_cache": True}
-    if enc_tokens is not None:
+    config = runner.config
+    if hasattr(config, "target_layer_ids") and hasattr(config, "block_size"):
+        # A DFlash drafter: `tokens` context positions of the target's hidden states at
+        # target_layer_ids, and one block of block_size noise embeddings. The block is the
+        # same in both forwards, so the growth between them is per context token.
+        dtype = next(runner.parameters()).dtype
+        hidden = config.hidden_size
+        kwargs["noise_embeds"] = torch.zeros((1, config.block_size, hidden), dtype=dtype,
+                                             device="meta")
+        kwargs["context_hidden_states"] = torch.zeros(
+            (1, tokens, len(config.target_layer_ids) * hidden), dtype=dtype, device="meta")
+    elif enc_tokens is not None:
         kwargs["input_ids"] = torch.zeros((1, enc_tokens), dtype=torch.long, device="meta")
         kwargs["decoder_input_ids"] = ids
     else:

@@ -112,6 +112,7 @@ SUPPORTED = [
     "mllama",
     "modernbert",
     "muse_glimmer",
+    "muse_glimmer_assistant",
     "muse_glimmer_text",
     "muse_spark",
     "muse_spark_text",

@@ -1,5 +1,5 @@
-"""Meta's Muse models (transformers 5.25 `models/muse_spark`, `models/muse_glimmer`), held to
-what transformers builds.
+"""Meta's Muse models (transformers 5.25 `models/muse_spark`, `models/muse_glimmer`,
+`models/muse_glimmer_assistant`), held to what transformers builds.
 
 tests/data/oracle-2026-muse.json holds the figures `tools/reference_counts.py` read from
 transformers 5.25.0 (torch 2.13.0, meta device) for the configs under
@@ -26,7 +26,8 @@ from tests.reference import DATA
 
 ORACLE = DATA / "oracle-2026-muse.json"
 FOLDER = DATA / "configs-2026-muse"
-TYPES = {"muse_glimmer", "muse_glimmer_text", "muse_spark", "muse_spark_text"}
+TYPES = {"muse_glimmer", "muse_glimmer_assistant", "muse_glimmer_text", "muse_spark",
+         "muse_spark_text"}
 ENTRIES: list[dict[str, Any]] = list(json.loads(ORACLE.read_text()))
 
 
@@ -224,3 +225,30 @@ def test_layers_where_layer_types_and_rotary_disagree_are_named() -> None:
     for file in ("transformers-defaults--muse_glimmer.json",
                  "transformers-defaults--muse_spark.json"):
         assert not any("disagree" in n for n in _spec(_entry(file)).notes), file
+
+
+def test_assistant_is_a_headless_drafter_over_its_targets_hidden_states() -> None:
+    """The DFlash drafter's defaults: no embedding or head, `encoder.fc` from the five target
+    layers' hidden states (5 × 6,656 → 6,656), 2,048 K/V elements per context token on each
+    of its 5 sliding layers (20,480 bytes at bf16), its notes naming vLLM's paging."""
+    entry = _entry("transformers-defaults--muse_glimmer_assistant.json")
+    spec = _spec(entry)
+    counted = count_parameters(spec)
+    assert counted.input_embedding == counted.lm_head == 0
+    assert spec.decoder is not None
+    fc = next(t for t in spec.decoder.extra if t.name == "encoder.fc.weight")
+    assert fc.shape == [6656, 5 * 6656]
+    assert counted.total == entry["components"]["layers"] + entry[
+        "components"]["encoder"] + entry["components"]["norm"]
+    layers = state_layers(spec)
+    assert sum(layer.elements_per_token() * layer.count for layer in layers) * 2 == 20_480
+    assert {layer.kind for layer in layers} == {"sliding"}
+    assert any("qwen3_dflash.py" in note for note in spec.notes)
+
+
+def test_assistant_needs_its_target_layers() -> None:
+    data = _config(_entry("constructed--muse_glimmer_assistant-small.json"))
+    with pytest.raises(InputError, match="target_layer_ids"):
+        from_hf_config(data | {"target_layer_ids": []}, "bad")
+    with pytest.raises(InputError, match="layer_types"):
+        from_hf_config(data | {"layer_types": ["sliding_attention"]}, "bad")

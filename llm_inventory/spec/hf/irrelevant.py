@@ -318,6 +318,12 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "linear_allow_neg_eigval": "doubles beta in the recurrence "
                                    "(OlmoHybridGatedDeltaNet.forward): no tensor"},
     # transformers 5.25 models/muse_*/modeling_muse_*.py, the class in each reason
+    "muse_glimmer_assistant": {
+        "block_size": "how many tokens one step drafts: their K/V is evicted after the step "
+                      "(MuseGlimmerAssistantAttention.forward), no tensor",
+        "vocab_size": "MuseGlimmerAssistantModel builds no embedding or head: it borrows the "
+                      "target's",
+        "tie_word_embeddings": "MuseGlimmerAssistantModel builds no embedding or head"},
     "muse_glimmer_text": _MUSE_TEXT,
     "muse_glimmer_vision": _MUSE_VISION,
     "muse_spark": {"tie_word_embeddings": "MuseSparkForConditionalGeneration declares no "

@@ -276,3 +276,49 @@ def muse_glimmer(c: HFConfig) -> ModelSpec:
     tied = c.flag("tie_word_embeddings", False)
     return vlm_model(c, decoder.model_copy(update={"tied_embeddings": tied}), vision, text,
                      [_IMAGE_NOTE, *language.notes])
+
+
+# vllm/model_executor/models/registry.py maps MuseGlimmerAssistantModel to qwen3_dflash.py's
+# DFlashQwen3ForCausalLM; its _resolve_layer_attention gives a "sliding_attention" layer
+# per_layer_sliding_window = sliding_window and the others full attention.
+_ASSISTANT_NOTE = ("a DFlash drafter: no embedding or head of its own (it borrows its "
+                   "target's); its K/V is kept per context token, sliding as layer_types says, "
+                   "as vLLM's qwen3_dflash.py (_resolve_layer_attention) pages it; --speculative "
+                   "has no dflash method, so planning it as a target's drafter is not modelled")
+
+
+def muse_glimmer_assistant(c: HFConfig) -> ModelSpec:
+    """`MuseGlimmerAssistantModel` (transformers 5.25 `models/muse_glimmer_assistant`), Muse
+    Glimmer's DFlash drafter: `encoder.fc` projects the target's hidden states at
+    `target_layer_ids` (their count × hidden → hidden, no bias) and `output_norm_enc`
+    normalises them; then Qwen3-style layers (bias-free q/k/v/o, per-head q/k RMSNorms, two
+    norms, a SwiGLU of `intermediate_size`), sliding or full as `layer_types` says (all
+    sliding by default), and a final norm. The context's K/V is cached per token
+    (`DFlashCache`); the drafted block's is not kept."""
+    layers = c.integer("num_hidden_layers")
+    hidden, heads = c.integer("hidden_size"), c.integer("num_attention_heads")
+    names = c.str_list("layer_types")
+    if names is None:
+        kinds = [LayerKind.SLIDING] * layers
+    elif len(names) < layers or set(names[:layers]) - set(_KINDS):
+        raise InputError(f"{c.label}: layer_types", f"needs full_attention or "
+                         f"sliding_attention for each of the {layers} layers")
+    else:
+        kinds = [_KINDS[name] for name in names[:layers]]
+    targets = c.int_list("target_layer_ids")
+    if targets is None:
+        raise InputError(f"{c.label}: target_layer_ids",
+                         "needs the target layers whose hidden states the drafter reads")
+    if not targets or any(t < 0 for t in targets):
+        raise InputError(f"{c.label}: target_layer_ids", "needs one or more layer indices")
+    encoder = (linear("encoder.fc", hidden, len(targets) * hidden, bias=False)
+               + norm("encoder.output_norm_enc", hidden, bias=False))
+    stack = Stack(
+        layers=layers, hidden_size=hidden, heads=heads,
+        kv_heads=present_or_default(c, "num_key_value_heads") or heads,
+        head_dim=c.integer("head_dim", hidden // heads),
+        intermediate_size=c.integer("intermediate_size"), qk_norm="head", vocab_size=0,
+        lm_head=False, layer_types=kinds,
+        sliding_window=c.integer("sliding_window") if LayerKind.SLIDING in kinds else None,
+        rope_scaling=rope_scaling(c), extra=encoder)
+    return decoder_model(c, stack, notes=[_ASSISTANT_NOTE])

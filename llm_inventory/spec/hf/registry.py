@@ -106,6 +106,8 @@ TEXT_MODELS: dict[str, Row] = {
     # transformers builds it only inside mistral_large4 (no model class of its own)
     "mistral_large4_text": ("mistral_large4", "mistral_large4_text", ()),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
+    # Muse Glimmer's DFlash drafter: no embedding or head (it borrows its target's)
+    "muse_glimmer_assistant": ("muse", "muse_glimmer_assistant", ("MuseGlimmerAssistantModel",)),
     # transformers builds these only inside muse_glimmer / muse_spark (*TextModel has no head)
     "muse_glimmer_text": ("muse", "muse_glimmer_text", ()),
     "muse_spark_text": ("muse", "muse_spark_text", ()),
