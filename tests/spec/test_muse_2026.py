@@ -252,3 +252,11 @@ def test_assistant_needs_its_target_layers() -> None:
         from_hf_config(data | {"target_layer_ids": []}, "bad")
     with pytest.raises(InputError, match="layer_types"):
         from_hf_config(data | {"layer_types": ["sliding_attention"]}, "bad")
+
+
+def test_spark_names_the_float32_parameters_transformers_builds() -> None:
+    """MuseSparkTopkRouter's weight (256 × 8,192 on each of 62 layers) and the two residual
+    gates per layer are float32 in transformers' build: 131,039,232 parameters."""
+    notes = _spec(_entry("transformers-defaults--muse_spark.json")).notes
+    assert any("float32 (131,039,232 parameters)" in note for note in notes)
+    assert 62 * 256 * 8192 + 2 * 62 * 8192 == 131_039_232

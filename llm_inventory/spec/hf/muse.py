@@ -141,6 +141,11 @@ def muse_spark_text(c: HFConfig) -> ModelSpec:
         c.superseded("intermediate_size")  # no "dense" layer builds MuseSparkTextMLP
     mlp = {"moe": moe, "intermediate_size": c.integer("intermediate_size") if dense else None}
     stack, notes = _text(c, mlp=mlp, norms=3, extras=extras)
+    # MuseSparkTopkRouter.weight is made float32 and the residual gates cast to it.
+    fp32 = len(sparse) * (moe.experts if moe else 0) * hidden + 2 * layers * hidden
+    notes.append(f"transformers builds the router weights and residual gates in float32 "
+                 f"({fp32:,} parameters); weight bytes here count them at the model dtype "
+                 "(no checkpoint was seen to say how it stores them)")
     return decoder_model(c, stack, notes=[_SPARK_PAGING, *notes])
 
 
