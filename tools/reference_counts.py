@@ -125,7 +125,8 @@ def auto_config(data: dict[str, Any]) -> Any:
 # own): a flat file of one is passed as that wrapper's text_config, the rest left out.
 TEXT_INSIDE = {"hy_v4_vl_text": "hy_v4_vl", "mistral_large4_text": "mistral_large4",
                "step3p5": "step3p7",
-               "glm5_next_text": "glm5_next"}
+               "glm5_next_text": "glm5_next", "muse_spark_text": "muse_spark",
+               "muse_glimmer_text": "muse_glimmer"}
 
 
 def load_config(raw: dict[str, Any], notes: list[str]) -> tuple[Any, bool]:
@@ -266,7 +267,10 @@ def components(model: torch.nn.Module) -> dict[str, int]:
 def embedding_figures(model: Any) -> dict[str, Any]:
     # Omni wrappers hold their decoder in `thinker` and do not expose its embeddings.
     model = getattr(model, "thinker", model)
-    emb = model.get_input_embeddings()
+    emb = None
+    # A DFlash drafter (MuseGlimmerAssistantModel) has no embedding: it borrows its target's.
+    with contextlib.suppress(NotImplementedError):
+        emb = model.get_input_embeddings()
     emb_w = emb.weight if emb is not None else None
     head = None
     with contextlib.suppress(AttributeError, NotImplementedError):
@@ -333,6 +337,7 @@ def moe_figures(model: torch.nn.Module, config: Any, total: int) -> dict[str, An
             continue
         prefix = name[: match.end() - 1]
         params = list(module.parameters())
+        shared = 0
         if isinstance(module, torch.nn.ModuleList):
             experts = len(module)
         else:
@@ -346,11 +351,17 @@ def moe_figures(model: torch.nn.Module, config: Any, total: int) -> dict[str, An
         else:
             per_expert = 0
             for p in params:
+                if p.dim() == 1 and p.shape[0] not in (experts, experts + zero):
+                    # One vector every expert's output passes through (MuseSparkExperts'
+                    # post_expert_norm): always active, no expert's own.
+                    shared += p.numel()
+                    continue
                 rows = p.shape[0] if p.shape[0] in (experts, experts + zero) else experts
                 per_expert += p.numel() // rows
         info = layers.setdefault(prefix, {"experts": experts, "per_expert": 0,
-                                          "params": 0, "path": name})
+                                          "params": 0, "shared": 0, "path": name})
         info["per_expert"] += per_expert
+        info["shared"] += shared
         info["params"] += sum(p.numel() for p in params)
     if not layers:
         return None
@@ -369,7 +380,8 @@ def moe_figures(model: torch.nn.Module, config: Any, total: int) -> dict[str, An
         "experts_module": layers[first]["path"],
         "active_params": None if inactive is None else total - inactive,
     }
-    phantom = sum(v["params"] - v["experts"] * v["per_expert"] for v in layers.values())
+    phantom = sum(v["params"] - v["shared"] - v["experts"] * v["per_expert"]
+                  for v in layers.values())
     if zero and inactive is not None:
         every = sum(v["experts"] * v["per_expert"] for v in layers.values())
         out["zero_computation_experts"] = zero
@@ -464,7 +476,18 @@ def forward_cache(model: Any, tokens: int, enc_tokens: int | None = None,
         runner = runner.get_decoder()
     ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
     kwargs: dict[str, Any] = {"use_cache": True}
-    if enc_tokens is not None:
+    config = runner.config
+    if hasattr(config, "target_layer_ids") and hasattr(config, "block_size"):
+        # A DFlash drafter: `tokens` context positions of the target's hidden states at
+        # target_layer_ids, and one block of block_size noise embeddings. The block is the
+        # same in both forwards, so the growth between them is per context token.
+        dtype = next(runner.parameters()).dtype
+        hidden = config.hidden_size
+        kwargs["noise_embeds"] = torch.zeros((1, config.block_size, hidden), dtype=dtype,
+                                             device="meta")
+        kwargs["context_hidden_states"] = torch.zeros(
+            (1, tokens, len(config.target_layer_ids) * hidden), dtype=dtype, device="meta")
+    elif enc_tokens is not None:
         kwargs["input_ids"] = torch.zeros((1, enc_tokens), dtype=torch.long, device="meta")
         kwargs["decoder_input_ids"] = ids
     else:

@@ -48,7 +48,7 @@ DENSE_GROUP = LISTED[LISTED.index("exaone4"):]
 FOLDERS = ("configs-2026", "configs-2026-more", "configs-2026-dense",
            "configs-2026-variants", "configs-2026-checkpoint-code", "transformers-defaults-2026",
            "configs-2026-frontier", "configs-2026-late", "configs-2026-qwen4",
-           "configs-2026-glm5")
+           "configs-2026-glm5", "configs-2026-muse")
 # Counts that follow the checkpoint rather than the meta-built model, and by how much
 # (tests/data/configs-2026-dense/README.md).
 ADJUSTED = {"t5--untied-gated.json": 32_128 * 768}

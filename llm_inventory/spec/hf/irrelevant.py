@@ -140,6 +140,19 @@ _GLM5_NEXT_TEXT = {
     "index_kpool_always_select_tail": "whether a query also reads the unfinished pool's "
                                       "tokens: which cached entries are read, no tensor",
     "linear_lower_bound": "a clamp on the KDA forget gate's values: no tensor"}
+# Muse Spark / Glimmer (transformers 5.25 models/muse_spark, models/muse_glimmer).
+_MUSE_TEXT = {
+    "tie_word_embeddings": "the text model builds no head, and the composite's lm_head is "
+                           "tied by the composite's own key alone",
+    "qk_scale_factor": "multiplies the normalised queries (the *TextAttention forward): no "
+                       "tensor",
+    "output_multiplier": "scales the output logits (and Spark's router logits): no tensor",
+    "post_norm_eps": "an epsilon"}
+_MUSE_VISION = {
+    "layer_types": "windowed or whole-image attention per layer (the cu_seqlens the "
+                   "*VisionModel forward picks): no tensor, no cache",
+    "max_position_embeddings": "not read by the tower: its learned table has "
+                               "pos_emb_height × pos_emb_width rows"}
 BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
@@ -350,6 +363,22 @@ BY_CLASS: dict[str, dict[str, str]] = {
                         "(OlmoHybridGatedDeltaNet.__init__): values, not shapes"),
         "linear_allow_neg_eigval": "doubles beta in the recurrence "
                                    "(OlmoHybridGatedDeltaNet.forward): no tensor"},
+    # transformers 5.25 models/muse_*/modeling_muse_*.py, the class in each reason
+    "muse_glimmer_assistant": {
+        "block_size": "how many tokens one step drafts: their K/V is evicted after the step "
+                      "(MuseGlimmerAssistantAttention.forward), no tensor",
+        "vocab_size": "MuseGlimmerAssistantModel builds no embedding or head: it borrows the "
+                      "target's",
+        "tie_word_embeddings": "MuseGlimmerAssistantModel builds no embedding or head"},
+    "muse_glimmer_text": _MUSE_TEXT,
+    "muse_glimmer_vision": _MUSE_VISION,
+    "muse_spark": {"tie_word_embeddings": "MuseSparkForConditionalGeneration declares no "
+                                          "tied weights: its lm_head is its own"},
+    "muse_spark_text": {
+        **_MUSE_TEXT,
+        "residual_gate_temperature": "divides the residual gates' weight before the sigmoid "
+                                     "(MuseSparkResidualGate.forward): no tensor"},
+    "muse_spark_vision": _MUSE_VISION,
     "solar_open": {
         "intermediate_size": "SolarOpenConfig deletes the field: SolarOpenDecoderLayer "
                              "always builds SolarOpenMoE, never a dense MLP",

@@ -109,6 +109,11 @@ TEXT_MODELS: dict[str, Row] = {
     # transformers builds it only inside mistral_large4 (no model class of its own)
     "mistral_large4_text": ("mistral_large4", "mistral_large4_text", ()),
     "mixtral": ("mistral", "mixtral", ("MixtralForCausalLM",)),
+    # Muse Glimmer's DFlash drafter: no embedding or head (it borrows its target's)
+    "muse_glimmer_assistant": ("muse", "muse_glimmer_assistant", ("MuseGlimmerAssistantModel",)),
+    # transformers builds these only inside muse_glimmer / muse_spark (*TextModel has no head)
+    "muse_glimmer_text": ("muse", "muse_glimmer_text", ()),
+    "muse_spark_text": ("muse", "muse_spark_text", ()),
     "nemotron_h": ("nemotron_h", "nemotron_h", ("NemotronHForCausalLM",)),
     "nemotron-nas": ("nemotron_nas", "nemotron_nas", ()),
     "olmo2": ("olmo", "olmo2", ("Olmo2ForCausalLM",)),
@@ -184,6 +189,8 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     # Mistral 3's composite around the mistral_large4_text language model
     "mistral_large4": ("mistral3", "mistral3", ("MistralLarge4ForConditionalGeneration",)),
     "mllama": ("mllama", "mllama", ("MllamaForConditionalGeneration",)),
+    "muse_glimmer": ("muse", "muse_glimmer", ("MuseGlimmerForConditionalGeneration",)),
+    "muse_spark": ("muse", "muse_spark", ("MuseSparkForConditionalGeneration",)),
     "qwen2_5_omni": ("qwen_omni", "qwen2_5_omni", ("Qwen2_5OmniForConditionalGeneration",)),
     "qwen2_5_vl": ("qwen_vl", "qwen2_5_vl", ("Qwen2_5_VLForConditionalGeneration",)),
     "qwen2_vl": ("qwen_vl", "qwen2_vl", ("Qwen2VLForConditionalGeneration",)),
