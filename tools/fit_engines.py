@@ -15,7 +15,8 @@ and loss as the global fit (the median of |log(predicted ÷ measured)| per regim
 plus a tenth of its p90), and measured by the same grouped held-out rule (`fold_of`: a row's
 group is its model family on its GPU class, the group's fold the SHA-256 of "family/gpu"
 modulo 5): each fold is fitted on the engine's rows outside it, from the same neutral start
-(scales 1, the global overheads), and its rows are priced with that fold's constants. An
+(`neutral`: scales 1, the global overheads), and its rows are priced with that fold's
+constants. An
 engine with fewer than MIN_ROWS rows or MIN_GROUPS groups is not fitted: its plans keep the
 global constants and say `extrapolated`. With --write the constants, each fold's and the
 errors go into llm_inventory/data/timing-calibration.json under `per_engine`.

@@ -208,6 +208,12 @@ def test_the_engine_constants_beat_the_global_ones_on_rows_they_never_saw(
     assert statistics.median(after) < statistics.median(before)
 
 
+def test_the_docs_table_is_the_tool_output() -> None:
+    """docs/time-model.md quotes `python tools/fit_engines.py --table` as it stands."""
+    docs = (ROOT / "docs" / "time-model.md").read_text("utf-8")
+    assert _tool().table(default_calibration()) in docs
+
+
 def _trust(engine: str, device: str) -> dict[str, object]:
     from llm_inventory.engine.placement import PlacementRequest, plan_placement
     from llm_inventory.spec.loader import load_model
