@@ -274,8 +274,8 @@ def test_the_readmes_line_by_line_account_quotes_todays_figures(invoke: Invoke) 
                   "--format", "json").json()
     chosen = data["chosen"]
     placed = invoke("placement", "examples/dense-70b.yaml", "--device", "h100", "--count",
-                    "8", "--context", "8000", "--tp", "4", "--pp", "1", "--format",
-                    "json").json()
+                    "8", "--context", "8000", "--tp", str(chosen["tp"]), "--pp", "1",
+                    "--format", "json").json()
     tokens = next(p for p in placed["plans"] if p["disaggregation"] is None
                   )["per_device"]["kv_capacity_tokens"]
     limit, batch = chosen["batch_limit"], chosen["batch"]

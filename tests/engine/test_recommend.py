@@ -164,7 +164,8 @@ def test_lengths_past_the_models_positions_are_bad_input() -> None:
 def test_every_figure_says_how_it_was_obtained() -> None:
     trust = seed_case().trust
     assert trust["latency"].kind == "calibrated"
-    assert trust["latency"].band is not None and 0 < trust["latency"].band < 1
+    # a relative band: vLLM's held-out error can pass 100 % (a time predicted 2× too long)
+    assert trust["latency"].band is not None and 0 < trust["latency"].band < 4
     assert trust["batch_limit"].kind == "engine rule"
     assert not math.isnan(trust["latency"].band)
 

@@ -41,7 +41,7 @@ from llm_inventory.engine.placement.report import (
     smallest,
     widths,
 )
-from llm_inventory.engine.timing.calibration import Calibration, timing_trust
+from llm_inventory.engine.timing.calibration import Calibration, engine_release, timing_trust
 from llm_inventory.engine.trust import Trust, counted, counted_state, engine_rule, estimate, exact
 from llm_inventory.engine.trust import bound as bound_trust
 from llm_inventory.errors import InputError
@@ -233,7 +233,8 @@ def _trust(facts: ModelFacts, request: PlacementRequest) -> dict[str, Trust]:
     """How each field group of a placement result was obtained."""
     from llm_inventory.spec.calibration import default_calibration
 
-    cal = request.calibration or default_calibration()
+    cal = (request.calibration or default_calibration()).for_engine(
+        engine_release(request.engine, facts.engine))
     label = facts.engine.label
     return {**_groups(facts, request, cal, label), **_speculative_trust(facts)}
 
@@ -271,7 +272,7 @@ def _groups(facts: ModelFacts, request: PlacementRequest, cal: Calibration,
         "reserve": reserve_trust(facts.engine, request.device),
         "timing": timing_trust(cal, PLACEMENT_REGIME, request.device,
                                f"fitted on published {cal.engine} measurements",
-                               engine=facts.engine.name),
+                               engine=engine_release(request.engine, facts.engine)),
         "timing_bound": bound_trust("datasheet peak FLOP/s, memory and link bandwidth at "
                                     "100 % (timing.roofline_*)"),
         **_tiers_trust(facts, request),

@@ -25,7 +25,7 @@ from llm_inventory.engine.serving.paged import longest_context
 from llm_inventory.engine.speculative import speculative_fit
 from llm_inventory.engine.state import StateRequest, size_state
 from llm_inventory.engine.tensors import TensorGroup
-from llm_inventory.engine.timing.calibration import Calibration, timing_trust
+from llm_inventory.engine.timing.calibration import Calibration, engine_release, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.trust import percent
 from llm_inventory.units import DTYPE_BITS, format_bytes
@@ -366,14 +366,15 @@ class Reporter:
         profile = self._profiles[key]
         if profile is None:
             return bound
-        cal = facts.request.calibration or default_calibration()
+        cal = (facts.request.calibration or default_calibration()).for_engine(
+            engine_release(facts.request.engine, facts.engine))
         chunk = facts.settings.max_num_batched_tokens
         tpot = round_time(profile, cal, Load(decode=bound.batch, context=facts.context),
                           chunk).seconds
         ttft = busy_ttft(profile, cal, isl=bound.prompt_tokens, decoding=bound.batch - 1,
                          context=facts.context, chunk=chunk)
         trust = timing_trust(cal, PLACEMENT_REGIME, facts.request.device, "",
-                             engine=facts.engine.name)
+                             engine=engine_release(facts.request.engine, facts.engine))
         band = trust.band
         per_replica = bound.batch / tpot
         return bound.model_copy(update={

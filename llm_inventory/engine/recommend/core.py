@@ -27,7 +27,7 @@ from llm_inventory.engine.speculative import (
     plan_drafting_seconds,
     time_basis,
 )
-from llm_inventory.engine.timing.calibration import Calibration, timing_trust
+from llm_inventory.engine.timing.calibration import Calibration, engine_release, timing_trust
 from llm_inventory.engine.timing.profile import ModelWork, WorkProfile, model_work, work_profile
 from llm_inventory.engine.timing.serving import _first_token, prefill_alone, serve
 from llm_inventory.engine.timing.step import Load, mean_round, round_time
@@ -116,8 +116,13 @@ class Evaluator:
             offload=request.offload, max_num_batched_tokens=request.max_num_batched_tokens,
             max_num_seqs=request.max_num_seqs,
             gpu_memory_utilization=request.gpu_memory_utilization)
-        self.placed = plan_placement(spec, self.placement_request)
         self.facts: ModelFacts = model_facts(spec, self.placement_request)
+        # the engine's and release's own constants where they were fitted (`for_engine`)
+        self.engine_release = engine_release(engine, self.facts.engine)
+        self.cal = cal.for_engine(self.engine_release)
+        self.placement_request = self.placement_request.model_copy(
+            update={"calibration": self.cal})
+        self.placed = plan_placement(spec, self.placement_request)
         self.chunk = self.facts.settings.max_num_batched_tokens
         self.encoder_s = self._encoder_seconds()
         self._profiles: dict[tuple[int, int, int], WorkProfile | None] = {}
@@ -660,7 +665,13 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
               and chosen.disaggregation == "prefill/decode" else
               "concurrency" if request.workload.concurrency is not None else
               "request rate" if loaded else "offline maximum")
-    engine_label = next(iter(evaluators.values())).facts.engine.label if evaluators else ""
+    first = next(iter(evaluators.values()), None)
+    engine_label = first.facts.engine.label if first is not None else ""
+    # the constants that timed the chosen plan (its engine's, where they were fitted)
+    if chosen is not None:
+        cal = evaluators[(chosen.device, chosen.engine)].cal
+    elif first is not None:
+        cal = first.cal
     notes = []
     if len(lengths.bins) == 1:
         notes.append("one length for every request: p95 is p50 (give --lengths for a spread; the "
@@ -726,11 +737,11 @@ def _chosen_device(request: RecommendRequest, chosen: RecommendedPlan | None) ->
 
 def _chosen_engine(chosen: RecommendedPlan | None,
                    evaluators: dict[tuple[str, str], Evaluator]) -> str | None:
-    """The chosen plan's engine, as its registry names it."""
+    """The chosen plan's engine and release, NAME@VERSION."""
     if chosen is None:
         return None
     ev = evaluators.get((chosen.device, chosen.engine))
-    return ev.facts.engine.name if ev is not None else None
+    return ev.engine_release if ev is not None else None
 
 
 def _read_back(spec: ModelSpec, ev: Evaluator, plan: RecommendedPlan,

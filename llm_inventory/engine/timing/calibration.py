@@ -10,6 +10,7 @@ efficiency of attention and of grouped expert GEMMs, the latency of one collecti
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llm_inventory.engine.trust import Trust, calibrated
 
 if TYPE_CHECKING:
+    from llm_inventory.engine.serving.base import ServingEngine
     from llm_inventory.spec.devices import Device
 
 
@@ -81,6 +83,66 @@ class RegimeError(BaseModel):
     engine: str = ""  # whose rows: the engine and era that ran them ("" for every one)
 
 
+class EngineConstants(BaseModel):
+    """One serving engine's constants on top of the global fit, fitted on measurements of
+    that engine alone (`tools/fit_engines.py`): a scale on every device's compute and
+    bandwidth fractions, its own per-step, per-sequence and per-request overheads and the
+    time its server takes to take a request in, and the fractions of devices the global
+    fit has no rows of but this engine was measured on. Its errors, and each fold's
+    constants, are measured as the global fit's are (grouped five-fold split)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: str  # registry name ("vllm")
+    label: str  # who and which releases, as labels print it ("vLLM 0.10–0.13")
+    # the releases these constants time: since (inclusive), below (exclusive); None: open
+    since: str | None = None
+    below: str | None = None
+    releases: list[str] = Field(default_factory=list)  # the releases measured, oldest first
+    compute: float = Field(gt=0, le=4)  # × every device's compute fraction (at most 1)
+    bandwidth: float = Field(gt=0, le=4)  # × every device's bandwidth fraction (at most 0.95)
+    step_overhead_s: float = Field(ge=0)
+    server_overhead_s: float = Field(ge=0)
+    sequence_overhead_s: float = Field(default=0.0, ge=0)  # per sequence and step
+    admission_s: float = Field(default=0.0, ge=0)  # taking one request in, at the server
+    # devices with no global rows, measured with this engine: their own fractions
+    devices: dict[str, DeviceEfficiency] = Field(default_factory=dict)
+    measured_devices: list[str] = Field(default_factory=list)  # devices this engine ran on
+    rows: int = Field(default=0, ge=0)  # rows the constants were fitted on
+    source: str = ""
+    fitted_on: str = ""
+    errors: list[RegimeError] = Field(default_factory=list)
+    split: str = ""
+    folds: list[EngineConstants] = Field(default_factory=list)
+    held_out_groups: list[str] = Field(default_factory=list)
+
+
+#: The most a device reaches of its peaks, whatever an engine's scale says.
+MAX_COMPUTE, MAX_BANDWIDTH = 1.0, 0.95
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """A release as numbers to compare ("0.5.3.post2" → (0, 5, 3), "1.2.0rc1" → (1, 2, 0))."""
+    head = re.match(r"[0-9]+(?:\.[0-9]+)*", version.strip().lstrip("v"))
+    return tuple(int(x) for x in head.group(0).split(".")) if head else ()
+
+
+def _split_spec(engine: str | None) -> tuple[str | None, str | None]:
+    if not engine:
+        return None, None
+    name, _, version = engine.partition("@")
+    return name.lower(), (version or None)
+
+
+def within_releases(ec: EngineConstants, version: str | None) -> bool:
+    """Whether `version` (None: the newest) lies in the releases `ec` times."""
+    if version is None:
+        return ec.below is None
+    key = release_key(version)
+    return ((ec.since is None or key >= release_key(ec.since))
+            and (ec.below is None or key < release_key(ec.below)))
+
+
 class Calibration(BaseModel):
     """Fitted constants of the time model (see `engine/timing/`), with their provenance."""
 
@@ -101,6 +163,11 @@ class Calibration(BaseModel):
     collective_latency_s: float = Field(ge=0)  # one all-reduce or all-to-all, fixed part
     link: float = Field(gt=0, le=1)  # of a link's bandwidth a collective reaches
     server_overhead_s: float = Field(default=0.0, ge=0)  # per request behind an HTTP server
+    # per sequence a step carries: the host's scheduling, sampling, detokenizing, streaming
+    sequence_overhead_s: float = Field(default=0.0, ge=0)
+    # the HTTP server takes requests in one at a time, this long each (a burst of N reaches
+    # the engine over N × admission_s; 0: at once, as the global fit has it)
+    admission_s: float = Field(default=0.0, ge=0)
     # a step that carries only decodes replays a captured CUDA graph: per layer it pays this
     # instead of `layer_overhead_s`, per collective this instead of `collective_latency_s`
     # (None: decode steps launch like any other)
@@ -116,6 +183,44 @@ class Calibration(BaseModel):
     # the constants of each fold of that split, fitted without its held-out groups
     folds: list[Calibration] = Field(default_factory=list)
     held_out_groups: list[str] = Field(default_factory=list)  # of a fold: the groups it left out
+    # per serving engine and era (keyed "vllm", "vllm<0.8", ...): constants fitted on that
+    # engine's own rows of those releases
+    per_engine: dict[str, EngineConstants] = Field(default_factory=dict)
+    # of an engine's calibration (`for_engine`): the devices and releases it was measured on
+    engine_devices: list[str] | None = None
+    engine_releases: list[str] | None = None
+
+    def engine_constants(self, engine: str | None) -> EngineConstants | None:
+        """The constants of `engine` (NAME or NAME@VERSION; no version: its newest era)
+        whose releases hold its version; None where none were fitted."""
+        name, version = _split_spec(engine)
+        mine = [ec for ec in self.per_engine.values() if ec.engine == name]
+        return next((ec for ec in mine if within_releases(ec, version)), None)
+
+    def for_engine(self, engine: str | None, constants: EngineConstants | None = None
+                   ) -> Calibration:
+        """The constants that time `engine` (NAME or NAME@VERSION): the global fit with
+        that engine's and era's own scales, overheads, devices and errors where they were
+        fitted (`engine_constants`, or `constants` given), else these unchanged."""
+        ec = constants or self.engine_constants(engine)
+        if ec is None:
+            return self
+
+        def scaled(e: DeviceEfficiency) -> DeviceEfficiency:
+            return e.model_copy(update={
+                "compute": min(MAX_COMPUTE, e.compute * ec.compute),
+                "bandwidth": min(MAX_BANDWIDTH, e.bandwidth * ec.bandwidth)})
+
+        devices = {d: scaled(e) for d, e in self.devices.items()}
+        devices.update(ec.devices)
+        return self.model_copy(update={
+            "devices": devices, "default": scaled(self.default),
+            "step_overhead_s": ec.step_overhead_s, "server_overhead_s": ec.server_overhead_s,
+            "sequence_overhead_s": ec.sequence_overhead_s, "admission_s": ec.admission_s,
+            "engine": ec.label, "engines": [ec.engine], "errors": list(ec.errors),
+            "split": ec.split, "folds": [], "held_out_groups": [], "per_engine": {},
+            "engine_devices": list(ec.measured_devices), "engine_releases": list(ec.releases),
+            "source": ec.source or self.source, "fitted_on": ec.fitted_on or self.fitted_on})
 
     def efficiency(self, device_id: str) -> DeviceEfficiency:
         """The device's fitted fractions, else the default (measured devices' median)."""
@@ -140,6 +245,18 @@ class Calibration(BaseModel):
         """Whether the constants were fitted on measurements of `engine` (a registry name
         such as "vllm", or a spec such as "vllm@0.19"); None: no engine asked."""
         return engine is None or engine.split("@")[0].lower() in self.engines
+
+    def unmeasured_release(self, engine: str | None) -> str | None:
+        """`engine`'s release when these are one engine's constants (`for_engine`) and it
+        lies outside the releases they were measured on, else None."""
+        name, version = _split_spec(engine)
+        if not self.engine_releases or version is None or name not in self.engines:
+            return None
+        key = release_key(version)
+        n = len(key)  # "0.11" holds every 0.11.x
+        low, high = (release_key(self.engine_releases[0])[:n],
+                     release_key(self.engine_releases[-1])[:n])
+        return None if low <= key <= high else version
 
     def held_out(self, regime: str | None = None) -> list[RegimeError]:
         """The figures of `regime` measured on rows the fit did not see (every regime's
@@ -176,7 +293,22 @@ class Calibration(BaseModel):
                 "FLOP/s" if near is not None else "the measured devices' median efficiencies"))
         if not self.measures(engine):
             why.append(f"no measurement of {engine}: {self.engine}'s constants")
+        else:
+            release = self.unmeasured_release(engine)
+            if release is not None:
+                why.append(f"no measurement of {engine}: {self.engine}'s constants, the "
+                           "measured releases of its era")
+            if (self.engine_devices is not None and device_id is not None
+                    and device_id in self.devices and device_id not in self.engine_devices):
+                why.append(f"no measurement of {self.engine} on {device_id}: its fractions "
+                           f"measured with TensorRT-LLM, scaled as {self.engine}'s")
         return why
+
+
+def engine_release(asked: str, engine: ServingEngine) -> str:
+    """The engine and release a plan runs, NAME@VERSION: as asked when it names one, else
+    the release the engine answers for by default."""
+    return asked if "@" in asked else f"{engine.name}@{engine.version}"
 
 
 def timing_trust(cal: Calibration, regime: str, device: Device | str | None, basis: str,
@@ -192,5 +324,7 @@ def timing_trust(cal: Calibration, regime: str, device: Device | str | None, bas
             band = min(1.0, band * 2)
         basis += "; extrapolated (" + "; ".join(why) + ")"
     return calibrated(band, basis, records=cal.unseen_rows(regime),
-                      coverage=f"{cal.engine}: {', '.join(sorted(cal.devices))}",
+                      coverage=f"{cal.engine}: {', '.join(sorted(cal.devices))}"
+                      if cal.engine_devices is None else
+                      f"{cal.engine}: {', '.join(sorted(cal.engine_devices))}",
                       extrapolated=bool(why))

@@ -108,11 +108,11 @@ class Measurement(BaseModel):
         return f"{self.model_family}/{self.gpu_class}"
 
     @property
-    def dtype(self) -> str:
+    def dtype(self) -> str | None:
         return _DTYPES[self.weight_dtype.lower()]
 
     @property
-    def kv_dtype(self) -> str:
+    def kv_dtype(self) -> str | None:
         """The row's KV dtype; unstated, FP8 beside 8- and 4-bit weights (the quantized
         checkpoints these tables use keep an FP8 cache), else the weights' dtype."""
         stated = (self.kv_cache_dtype or "").lower()
@@ -157,7 +157,14 @@ class Setup:
     caller per model, device, dtypes and split)."""
 
     def __init__(self, spec: ModelSpec, device: Device, row: Measurement,
-                 cal: Calibration) -> None:
+                 cal: Calibration, *, engine: str | None = None,
+                 settings: dict[str, Any] | None = None) -> None:
+        """`engine` (NAME@VERSION) and `settings` (gpu_memory_utilization, max_num_seqs,
+        max_num_batched_tokens as the run set them, the engine's defaults for the rest):
+        the pools as that engine sized them. Without them, as vLLM 0.19 sizes them at 0.95
+        of memory with the calibration's batch limits: the accounting the constants were
+        fitted with (the measured runs are TensorRT-LLM's; no engine's pool is theirs
+        exactly)."""
         from llm_inventory.engine.placement.candidates import Shape
         from llm_inventory.engine.placement.facts import model_facts
         from llm_inventory.engine.placement.fit import size
@@ -165,13 +172,17 @@ class Setup:
         from llm_inventory.engine.timing.profile import work_profile
 
         tp, pp, ep = row.split
-        # The pools as vLLM 0.19 sizes them: the accounting the constants were fitted with
-        # (the measured runs are TensorRT-LLM's; no engine's pool is theirs exactly).
+        if engine is None:
+            limits: dict[str, Any] = {
+                "gpu_memory_utilization": 0.95, "max_num_seqs": cal.max_num_seqs,
+                "max_num_batched_tokens": cal.max_num_batched_tokens}
+        else:
+            limits = {k: v for k, v in (settings or {}).items()
+                      if k in ("gpu_memory_utilization", "max_num_seqs",
+                               "max_num_batched_tokens")}
         self.facts = model_facts(spec, PlacementRequest(
-            engine="vllm@0.19", device=device, count=row.gpu_count, tp=tp, pp=pp, ep=ep,
-            context=4096,
-            dtype=row.dtype, kv_dtype=row.kv_dtype, gpu_memory_utilization=0.95,
-            max_num_batched_tokens=cal.max_num_batched_tokens, max_num_seqs=cal.max_num_seqs,
+            engine=engine or "vllm@0.19", device=device, count=row.gpu_count, tp=tp, pp=pp,
+            ep=ep, context=4096, dtype=row.dtype, kv_dtype=row.kv_dtype, **limits,
             allow_long_context=True, per_node=max(row.gpu_count, device.devices_per_node or 1)))
         self.sized = size(self.facts, Shape(tp=tp, pp=pp, ep=ep), [], [])
         self.profile = work_profile(self.facts, tp, pp, ep)

@@ -11,7 +11,10 @@ Rules (constants from `Calibration`):
   compute- nor purely bandwidth-bound near the ridge point.
 - Collectives add to it: TP all-reduce (2 per layer: fixed latency + ring payload
   2 × (tp − 1) / tp over the link × `link`), EP dispatch and combine per MoE layer.
-- Overhead: `step_overhead_s` + `layer_overhead_s` per layer (scheduling, sampling, launch).
+- Overhead: `step_overhead_s` + `layer_overhead_s` per layer (scheduling, sampling, launch),
+  + `sequence_overhead_s` per sequence the step carries (the host's work per request and
+  step: scheduling, sampling, detokenizing and streaming its token; 0 unless an engine's
+  constants say otherwise).
 - CUDA graphs: a step that carries only decodes replays the graph the engine captured for
   its batch (vLLM's `CUDAGraphWrapper`/cudagraph_capture_sizes, SGLang's
   `CudaGraphRunner`, TensorRT-LLM's PyTorch `cuda_graph_config`): no kernel is launched
@@ -140,7 +143,7 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
     per_layer = cal.layer_overhead_s
     if graphed and cal.graph_layer_overhead_s is not None:
         per_layer = cal.graph_layer_overhead_s
-    overhead = cal.step_overhead_s + per_layer * stage_layers
+    overhead = cal.step_overhead_s + per_layer * stage_layers + cal.sequence_overhead_s * seqs
     return StepCost(seconds=work + comm + overhead, compute_s=compute, memory_s=memory,
                     communication_s=comm, overhead_s=overhead, steps=1)
 

@@ -13,6 +13,9 @@ the same token budget per step):
   their prefill with what is left, in arrival order; then waiting prompts are admitted,
   first come first served, while the budget lasts and the KV pool (`cap` sequences) has a
   slot.
+- A request reaches the engine when the server has taken it in: at once, or, with an
+  admission time (an engine's constants), one after another, that long each; its TTFT counts
+  from when the client sent it.
 - A prompt whose last chunk runs in a step yields its first token at the end of that step;
   a sequence that produces its last output token frees its slot, and its user sends the
   next request at once.
@@ -62,19 +65,21 @@ class Waves:
 
 @dataclass
 class _Seq:
-    arrival: float
+    arrival: float  # when the engine has it (after the server has taken it in)
     prefill: int  # prompt tokens not yet processed
     decode: int  # output tokens not yet produced (after the first)
     index: int
     first: float = -1.0
+    sent: float = 0.0  # when the client sent it (its TTFT counts from here)
 
 
 def closed_loop(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: float,
                 chunk: int, users: int, requests: int | None = None,
-                warmup: int = 0) -> Waves:
+                warmup: int = 0, admission_s: float = 0.0) -> Waves:
     """Simulate `users` users who start together and run `requests` requests in all
     (default: four per user), and measure all but the first `warmup` (see the module
-    rules)."""
+    rules). `admission_s`: the server takes requests in one at a time, this long each, so a
+    burst reaches the engine spread over N × admission_s (0: every request at once)."""
     users = max(1, users)
     slots = max(1, int(cap))
     isl, osl, chunk = max(1, isl), max(1, osl), max(1, chunk)
@@ -94,9 +99,17 @@ def closed_loop(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: fl
     now = 0.0
     issued = 0
     waiting: deque[_Seq] = deque()
-    for _ in range(min(users, total)):
-        waiting.append(_Seq(0.0, isl, osl - 1, issued))
+    admitted = 0.0  # when the server is free to take the next request in
+
+    def take_in(sent: float) -> _Seq:
+        nonlocal admitted, issued
+        admitted = max(sent, admitted) + admission_s
+        seq = _Seq(admitted if admission_s else sent, isl, osl - 1, issued, sent=sent)
         issued += 1
+        return seq
+
+    for _ in range(min(users, total)):
+        waiting.append(take_in(0.0))
     running: list[_Seq] = []  # admitted: prefilling (in arrival order) or decoding
     ttft: list[float] = []
     decode_time = 0.0
@@ -114,7 +127,8 @@ def closed_loop(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: fl
                 take = min(s.prefill, budget)
                 chunks.append((s, take))
                 budget -= take
-        while waiting and budget > 0 and len(running) < slots:
+        while waiting and budget > 0 and len(running) < slots \
+                and waiting[0].arrival <= now + 1e-12:
             s = waiting.popleft()
             running.append(s)
             take = min(s.prefill, budget)
@@ -122,12 +136,18 @@ def closed_loop(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: fl
             budget -= take
         prefill = sum(take for _, take in chunks)
         done = sum(1 for s, take in chunks if take == s.prefill)
-        if not chunks and not decoding:  # nothing can run: cannot happen with slots ≥ 1
-            break
+        if not chunks and not decoding:
+            if waiting:  # the next request has not reached the engine yet
+                now = max(now, waiting[0].arrival)
+                continue
+            break  # nothing can run: cannot happen with slots ≥ 1
         repeat = 1
+        dt = step_s(len(decoding), prefill, done)
         if not chunks:  # decode-only steps repeat until a sequence finishes
             repeat = max(1, min(s.decode for s in decoding))
-        dt = step_s(len(decoding), prefill, done)
+            if waiting and waiting[0].arrival > now and len(running) < slots:
+                # ... or until the next request reaches the engine
+                repeat = max(1, min(repeat, math.ceil((waiting[0].arrival - now) / dt)))
         span = dt * repeat
         measuring = start >= 0
         if measuring:
@@ -142,7 +162,7 @@ def closed_loop(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: fl
             if s.prefill == 0:
                 s.first = now
                 if s.index >= warmup:
-                    ttft.append(now - s.arrival + cal.server_overhead_s)
+                    ttft.append(now - s.sent + cal.server_overhead_s)
                     if start < 0:
                         start = now
         for s in [s for s in running if s.prefill == 0 and s.decode <= 0]:
@@ -151,8 +171,7 @@ def closed_loop(p: WorkProfile, cal: Calibration, *, isl: int, osl: int, cap: fl
             if s.index >= warmup:
                 end = now
             if issued < total:
-                waiting.append(_Seq(now, isl, osl - 1, issued))
-                issued += 1
+                waiting.append(take_in(now))
     window = max(end - start, 1e-12) if start >= 0 and end > start else max(now, 1e-12)
     measured = max(1, total - warmup)
     tpot = decode_time / decode_tokens if decode_tokens else step_s(1, 0, 0)

@@ -83,3 +83,39 @@ def test_a_huge_loop_is_bounded() -> None:
     p = profile()
     waves = closed_loop(p, CAL, isl=100, osl=10, cap=1e9, chunk=8192, users=10_000_000)
     assert 0 < len(waves.ttft_s) <= 4096
+
+
+def test_a_server_that_takes_requests_in_one_at_a_time_spreads_a_burst() -> None:
+    # 200 short requests sent at once to a server that takes each in for 5 ms: the i-th
+    # first token comes after the i-th request reached the engine, and the run lasts at
+    # least the 200 admissions; with no admission time the burst is as before
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    p = profile()
+
+    @settings(max_examples=8, deadline=None)
+    @given(st.integers(min_value=1, max_value=200), st.sampled_from([0.0, 1e-3, 5e-3]))
+    def check(users: int, admission: float) -> None:
+        spread = closed_loop(p, CAL, isl=128, osl=4, cap=256, chunk=8192, users=users,
+                             requests=users, admission_s=admission)
+        at_once = closed_loop(p, CAL, isl=128, osl=4, cap=256, chunk=8192, users=users,
+                              requests=users)
+        for i, ttft in enumerate(spread.ttft_s):
+            assert ttft >= (i + 1) * admission - 1e-12
+        assert users / spread.requests_per_s + spread.ttft_s[0] >= users * admission - 1e-9
+        if admission == 0:
+            assert spread == at_once
+
+    check()
+
+
+def test_each_sequence_a_step_carries_costs_the_host_its_overhead() -> None:
+    from llm_inventory.engine.timing.step import Load, round_time
+
+    p = profile()
+    busy = CAL.model_copy(update={"sequence_overhead_s": 50e-6})
+    for batch in (1, 8, 256):
+        load = Load(decode=batch, context=1000)
+        extra = round_time(p, busy, load, 8192).seconds - round_time(p, CAL, load, 8192).seconds
+        assert abs(extra - 50e-6 * batch) < 1e-12
