@@ -5,7 +5,8 @@
 
 Reads tests/data/benchmarks/speculative-decoding.json: runs at batch 1 with and without
 drafting on the same setup, each with the mean acceptance length it printed. Each row is
-replayed through the step model (`engine/timing/step.py`) on the tool's own scale: the
+replayed through the step model (`engine/timing/step.py`) with the constants of the engine
+and release that ran it (`Calibration.for_engine`), on the tool's own scale: the
 measured TPOT ratio (drafting ÷ plain) times the acceptance length times the model's plain
 round is the round the run took, as the model would have priced it. The model of that round
 is the verify round (k + 1 positions, `WorkProfile.verify`) plus the drafting
@@ -76,14 +77,16 @@ class Row:
 def rows() -> list[Row]:
     """Every row of the data, replayed."""
     data = json.loads(DATA.read_text())
-    cal = default_calibration()
     out = []
     for r in data["rows"]:
         source = data["sources"][r["source"]]
         device = resolve_device(source["device"])
+        # the step times of the engine and release that ran it (its own constants)
+        cal = default_calibration().for_engine(source["engine"])
         asked = Speculative(method=r["method"], num_speculative_tokens=r["k"])
         facts = model_facts(load_preset(r["model"]), PlacementRequest(
-            device=device, count=1, tp=1, context=CONTEXT, speculative=asked))
+            device=device, count=1, tp=1, context=CONTEXT, speculative=asked,
+            engine=source["engine"], calibration=cal))
         profile = work_profile(facts, 1, 1, 1)
         drafter = facts.drafter(1, 1)
         assert profile is not None and drafter is not None

@@ -99,7 +99,8 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
     positions = load.decode * (1 + p.verify)  # a decode's own token and those it verifies
     tokens = (positions + load.prefill) * share
     busiest = (positions / g + load.prefill / g_prefill) * share
-    seqs = (positions + load.prompts) * share
+    seqs = (positions + load.prompts) * share  # rows of logits: every verified position
+    requests = (load.decode + load.prompts) * share  # the host's work is per sequence
     layer_share = 1 / p.pp
     rate = p.peak * eff.compute
     dense = (p.dense_flops_per_token * busiest + p.lm_head_flops * seqs / g) / p.tp
@@ -143,7 +144,7 @@ def _stage(p: WorkProfile, cal: Calibration, load: Load, share: float) -> StepCo
     per_layer = cal.layer_overhead_s
     if graphed and cal.graph_layer_overhead_s is not None:
         per_layer = cal.graph_layer_overhead_s
-    overhead = cal.step_overhead_s + per_layer * stage_layers + cal.sequence_overhead_s * seqs
+    overhead = cal.step_overhead_s + per_layer * stage_layers + cal.sequence_overhead_s * requests
     return StepCost(seconds=work + comm + overhead, compute_s=compute, memory_s=memory,
                     communication_s=comm, overhead_s=overhead, steps=1)
 
