@@ -242,10 +242,12 @@ def fit_engine(base: Calibration, key: str, engine: str, since: str | None,
                rounds: int) -> EngineConstants | None:
     rows = era_rows(harness, engine, since, below)
     groups = sorted({r.group for r, _ in rows})
+    if not rows:
+        return None
     if len(rows) < MIN_ROWS or len(groups) < MIN_GROUPS:
         print(f"{key}: {len(rows)} rows in {len(groups)} groups, not fitted",
               file=sys.stderr)
-        return None
+        return unfitted(base, engine, since, below, rows, harness)
     devices = sorted({r.device_id for r, _ in rows})
     folds = []
     for k in range(FOLDS):
@@ -277,6 +279,32 @@ def fit_engine(base: Calibration, key: str, engine: str, since: str | None,
                      "fold that left its group out"})
 
 
+def unfitted(base: Calibration, engine: str, since: str | None, below: str | None,
+             rows: list[tuple[EngineMeasurement, Setup]],
+             harness: EngineReplayer) -> EngineConstants:
+    """An era too thin to fit: the global constants time it (scales 1, their overheads),
+    and its band is its own rows' error under them, rows that fit never saw."""
+    versions = sorted({r.engine_spec.split("@")[1] for r, _ in rows}, key=release_key)
+    groups = sorted({r.group for r, _ in rows})
+    ec = EngineConstants(
+        engine=engine, label=f"{ENGINE_LABELS[engine]} {versions[0]}–{versions[-1]}",
+        since=since, below=below, releases=versions, compute=1.0, bandwidth=1.0,
+        step_overhead_s=base.step_overhead_s, server_overhead_s=base.server_overhead_s,
+        fitted=False, measured_devices=sorted({r.device_id for r, _ in rows}), rows=0,
+        split="none: every row is unseen by the global fit, whose constants time it")
+    found: list[Replayed] = []
+    for row, setup in rows:
+        found += replay_engine(row, setup, base)
+    sources = sorted({str(r.source.get("repo")) for r, _ in rows})
+    return ec.model_copy(update={
+        "errors": summarise(found, held=True),
+        "source": f"tests/data/benchmarks/engine-measurements.json: {ENGINE_LABELS[engine]} "
+                  f"rows of {', '.join(sources)}",
+        "fitted_on": f"nothing: {len(rows)} rows in {len(groups)} groups, fewer than the "
+                     f"{MIN_ROWS} rows in {MIN_GROUPS} groups a fit needs; the errors are "
+                     "every row's under the global constants"})
+
+
 def table(cal: Calibration) -> str:
     """The per-engine, per-regime error table of docs/time-model.md (held-out rows of the
     engine's own fit, and the same rows under the global constants alone)."""
@@ -284,10 +312,10 @@ def table(cal: Calibration) -> str:
              "band quoted | within band | global constants' median |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     harness = EngineReplayer(load_rows(), engine_spec_for, cal)
-    for _, ec in sorted(cal.per_engine.items()):
+    for _, ec in sorted(cal.per_engine.items(), key=lambda kv: (not kv[1].fitted, kv[0])):
         mine = cal.for_engine(ec.engine, ec)
-        unseen = held_out_replay(cal, ec, harness)
         before = global_replay(cal, ec, harness)
+        unseen = held_out_replay(cal, ec, harness) if ec.fitted else before
         for e in ec.errors:
             if not e.held_out:
                 continue
@@ -296,10 +324,47 @@ def table(cal: Calibration) -> str:
             errors = [r.error for r in unseen if (r.regime, r.figure) == key]
             within = sum(x <= band + 1e-9 for x in errors) / len(errors)
             old = [r.error for r in before if (r.regime, r.figure) == key]
-            lines.append(f"| {ec.label} | {e.regime} | {e.figure} | {e.rows} | {e.median:.1%} "
+            label = ec.label if ec.fitted else f"{ec.label} (not fitted)"
+            lines.append(f"| {label} | {e.regime} | {e.figure} | {e.rows} | {e.median:.1%} "
                          f"| {e.p90:.1%} | ±{band:.0%} | {within:.0%} | "
                          f"{statistics.median(old):.1%} |")
-    return "\n".join(lines)
+    return "\n".join(lines + unfitted_lines(cal, harness))
+
+
+def unfitted_lines(cal: Calibration, harness: EngineReplayer) -> list[str]:
+    """Table rows of the engines and eras with no constants of their own (`ERAS` keys not
+    fitted), each priced as the tool times it (`for_engine`: the global constants, which
+    never saw these rows) and held to the band the tool quotes for that row's regime and
+    device, its engine's release as asked (`timing_trust`)."""
+    from llm_inventory.engine.timing.calibration import timing_trust
+
+    found: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    versions: dict[str, list[str]] = {}
+    for key, engine, since, below in ERAS + (("trtllm", "trtllm", None, None),):
+        if key in cal.per_engine:  # its own entry (fitted or not) is in the table above
+            continue
+        for row, setup in era_rows(harness, engine, since, below):
+            mine = cal.for_engine(row.engine_spec)
+            band = timing_trust(mine, row.regime_name, row.device_id, "",
+                                engine=row.engine_spec).band
+            versions.setdefault(key, []).append(row.engine_spec.split("@")[1])
+            for r in replay_engine(row, setup, mine):
+                found.setdefault((key, r.regime, r.figure), []).append((r.error, band))
+    lines = []
+    for (key, regime, figure), pairs in sorted(found.items()):
+        engine = next(e for k, e, _, _ in ERAS + (("trtllm", "trtllm", None, None),)
+                      if k == key)
+        seen = sorted(set(versions[key]), key=release_key)
+        errors = sorted(x for x, _ in pairs)
+        bands = sorted({b for _, b in pairs})
+        quoted = (f"±{bands[0]:.0%}" if len(bands) == 1
+                  else f"±{bands[0]:.0%}–{bands[-1]:.0%}")
+        within = sum(x <= b + 1e-9 for x, b in pairs) / len(pairs)
+        p90 = errors[min(len(errors) - 1, math.ceil(0.9 * len(errors)) - 1)]
+        lines.append(f"| {ENGINE_LABELS[engine]} {seen[0]}–{seen[-1]} (not fitted) | {regime} "
+                     f"| {figure} | {len(pairs)} | {statistics.median(errors):.1%} | "
+                     f"{p90:.1%} | {quoted} | {within:.0%} | (the same) |")
+    return lines
 
 
 def main() -> None:

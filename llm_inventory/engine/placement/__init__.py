@@ -271,7 +271,7 @@ def _groups(facts: ModelFacts, request: PlacementRequest, cal: Calibration,
         "kv_pool": engine_rule(f"{label}'s budget, blocks and maximum concurrency"),
         "reserve": reserve_trust(facts.engine, request.device),
         "timing": timing_trust(cal, PLACEMENT_REGIME, request.device,
-                               f"fitted on published {cal.engine} measurements",
+                               f"fitted on published {cal.fitted_by} measurements",
                                engine=engine_release(request.engine, facts.engine)),
         "timing_bound": bound_trust("datasheet peak FLOP/s, memory and link bandwidth at "
                                     "100 % (timing.roofline_*)"),

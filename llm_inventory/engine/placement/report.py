@@ -395,7 +395,9 @@ def timing_estimate(cal: Calibration, engine: str, regime: str) -> str:
     own = any(e.held_out and e.regime == regime for e in cal.errors)
     where = (f"in the {regime} regime" if own else
              f"of any regime (none unseen in the {regime} regime: extrapolated)")
-    source = (f"{cal.engine}'s" if engine.lower().startswith(cal.engine.lower().split()[0])
+    source = (f"{cal.engine}'s, timed with {cal.constants_of}'s constants"
+              if cal.constants_of is not None else
+              f"{cal.engine}'s" if engine.lower().startswith(cal.engine.lower().split()[0])
               else f"{cal.engine}'s, not {engine}'s")
     return (f"calibrated ({percent(cal.band(regime))}, the p90 error {where} over {rows:,} "
             f"published measurements the fit did not see, {source}): achievable fractions "

@@ -703,7 +703,7 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
             "gpus": exact("whole replicas of plans whose memory fits"),
             "batch_limit": engine_rule("the engine's KV pool and max_num_seqs"),
             "latency": timing_trust(cal, regime, _chosen_device(request, chosen),
-                                    f"the {regime} regime of published {cal.engine} "
+                                    f"the {regime} regime of published {cal.fitted_by} "
                                     "measurements", engine=_chosen_engine(chosen, evaluators)),
             "throughput": timing_trust(cal, regime, _chosen_device(request, chosen),
                                        "requests served at the operating batch",

@@ -115,6 +115,10 @@ class EngineConstants(BaseModel):
     split: str = ""
     folds: list[EngineConstants] = Field(default_factory=list)
     held_out_groups: list[str] = Field(default_factory=list)
+    # False: too few rows to fit constants of its own. The global constants time it (the
+    # scales and overheads here are theirs) and `errors` are its rows' under them, every
+    # row unseen by that fit: its band is its own runs' error.
+    fitted: bool = True
 
 
 #: The most a device reaches of its peaks, whatever an engine's scale says.
@@ -189,6 +193,15 @@ class Calibration(BaseModel):
     # of an engine's calibration (`for_engine`): the devices and releases it was measured on
     engine_devices: list[str] | None = None
     engine_releases: list[str] | None = None
+    # of an engine's calibration whose constants were not fitted (`EngineConstants.fitted`):
+    # whose constants time it (the band is still its own runs')
+    constants_of: str | None = None
+
+    @property
+    def fitted_by(self) -> str:
+        """Whose measurements the constants were fitted on (an engine too thin to fit its
+        own borrows them, `constants_of`)."""
+        return self.constants_of or self.engine
 
     def engine_constants(self, engine: str | None) -> EngineConstants | None:
         """The constants of `engine` (NAME or NAME@VERSION; no version: its newest era)
@@ -205,6 +218,14 @@ class Calibration(BaseModel):
         ec = constants or self.engine_constants(engine)
         if ec is None:
             return self
+        if not ec.fitted:  # these constants, held to the band of the engine's own runs
+            return self.model_copy(update={
+                "engine": ec.label, "engines": [ec.engine], "constants_of": self.engine,
+                "errors": list(ec.errors), "split": ec.split, "folds": [],
+                "held_out_groups": [], "per_engine": {},
+                "engine_devices": list(ec.measured_devices),
+                "engine_releases": list(ec.releases),
+                "source": ec.source or self.source, "fitted_on": ec.fitted_on or self.fitted_on})
 
         def scaled(e: DeviceEfficiency) -> DeviceEfficiency:
             return e.model_copy(update={
@@ -294,14 +315,20 @@ class Calibration(BaseModel):
         if not self.measures(engine):
             why.append(f"no measurement of {engine}: {self.engine}'s constants")
         else:
+            if self.constants_of is not None:
+                why.append(f"too few runs of {self.engine} to fit constants of its own: "
+                           f"{self.constants_of}'s, the band their error on those runs")
             release = self.unmeasured_release(engine)
             if release is not None:
-                why.append(f"no measurement of {engine}: {self.engine}'s constants, the "
-                           "measured releases of its era")
+                why.append(f"no measurement of {engine}: " + (
+                    f"the band of {self.engine}'s runs" if self.constants_of is not None
+                    else f"{self.engine}'s constants") + ", the measured releases of its era")
             if (self.engine_devices is not None and device_id is not None
                     and device_id in self.devices and device_id not in self.engine_devices):
-                why.append(f"no measurement of {self.engine} on {device_id}: its fractions "
-                           f"measured with TensorRT-LLM, scaled as {self.engine}'s")
+                why.append(f"no measurement of {self.engine} on {device_id}: " + (
+                    f"its fractions measured with {self.constants_of}"
+                    if self.constants_of is not None else
+                    f"its fractions measured with TensorRT-LLM, scaled as {self.engine}'s"))
         return why
 
 
@@ -321,7 +348,7 @@ def timing_trust(cal: Calibration, regime: str, device: Device | str | None, bas
     device_id = device if isinstance(device, str) or device is None else device.id
     if why:
         if device_id is not None and device_id not in cal.devices:
-            band = min(1.0, band * 2)
+            band *= 2  # no cap: a band already past 100 % stays twice as wide, not narrower
         basis += "; extrapolated (" + "; ".join(why) + ")"
     return calibrated(band, basis, records=cal.unseen_rows(regime),
                       coverage=f"{cal.engine}: {', '.join(sorted(cal.devices))}"

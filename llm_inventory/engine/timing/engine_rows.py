@@ -42,7 +42,7 @@ ENGINE_GPU_CLASSES = {**GPU_CLASSES, "MI300X": "mi300x", "MI325X": "mi325x",
 #: Regimes as the error report names them.
 ENGINE_REGIMES = {
     "burst": "burst", "concurrency_sweep": "concurrency",
-    "offline_max_throughput": "offline", "fixed_batch_latency": "fixed batch",
+    "offline_max_throughput": "offline maximum", "fixed_batch_latency": "fixed batch",
 }
 
 #: The engines' names as the report prints them.

@@ -128,14 +128,36 @@ def test_every_row_has_a_model_and_is_replayed() -> None:
 
 def test_the_fitted_eras_and_those_left_out() -> None:
     cal = default_calibration()
-    assert set(cal.per_engine) == {"vllm", "vllm<0.8"}
+    assert set(cal.per_engine) == {"vllm", "vllm<0.8", "sglang", "sglang<0.5"}
     tool = _tool()
     # SGLang: 18 rows of 0.5 in 4 groups, 45 of 0.4 in 2: neither reaches the minimum
     for key, engine, since, below in tool.ERAS:
         rows = tool.era_rows(_replayer(), engine, since, below)
         groups = {r.group for r, _ in rows}
         fitted = len(rows) >= tool.MIN_ROWS and len(groups) >= tool.MIN_GROUPS
-        assert fitted == (key in cal.per_engine), key
+        assert fitted == cal.per_engine[key].fitted, key
+
+
+@pytest.mark.parametrize("key", ["sglang", "sglang<0.5"])
+def test_an_era_too_thin_to_fit_is_timed_globally_and_banded_by_its_own_runs(key: str) -> None:
+    # its constants are the global ones; its errors are every row's under them (none of
+    # which that fit saw), and the band it quotes holds on nine tenths of them
+    cal = default_calibration()
+    ec = cal.per_engine[key]
+    assert not ec.fitted and not ec.folds and ec.errors
+    assert all(e.held_out for e in ec.errors)
+    mine = cal.for_engine(ec.engine, ec)
+    assert mine.constants_of == cal.engine and mine.fitted_by == cal.engine
+    assert (mine.devices, mine.default, mine.step_overhead_s) == (
+        cal.devices, cal.default, cal.step_overhead_s)
+    base = cal.model_copy(update={"per_engine": {}})
+    found = [r for row, setup in _era(ec) for r in replay_engine(row, setup, base)]
+    for e in ec.errors:
+        errors = sorted(r.error for r in found if (r.regime, r.figure) == (e.regime, e.figure))
+        assert len(errors) == e.rows
+        assert statistics.median(errors) == pytest.approx(e.median, abs=1e-3)
+        band = mine.band(e.regime)
+        assert sum(x <= band + 1e-9 for x in errors) >= 0.9 * len(errors)
 
 
 @pytest.mark.parametrize("key", ["vllm", "vllm<0.8"])
@@ -189,7 +211,7 @@ def test_the_quoted_band_holds_on_nine_tenths_of_the_unseen_rows(key: str) -> No
     ("vllm", "burst", "throughput"),
     ("vllm", "burst", "ttft_ms_mean"),
     ("vllm", "burst", "tpot_ms_mean"),
-    ("vllm<0.8", "offline", "throughput"),
+    ("vllm<0.8", "offline maximum", "throughput"),
     ("vllm<0.8", "concurrency", "throughput"),
     ("vllm<0.8", "concurrency", "ttft_ms_mean"),
 ])
@@ -243,7 +265,9 @@ def test_what_the_engine_rows_do_not_cover_says_extrapolated() -> None:
     assert newest["extrapolated"] and "no measurement of vllm@0.33" in str(newest["basis"])
     sglang = _trust("sglang", "h100-sxm")
     assert sglang["extrapolated"]
-    assert "no measurement of sglang" in str(sglang["basis"])
+    assert "too few runs of SGLang 0.5.3–0.5.6" in str(sglang["basis"])
+    assert "TensorRT-LLM measurements" in str(sglang["basis"])  # whose constants
+    assert "no measurement of sglang@0.5" in str(sglang["basis"])  # newer than measured
     trtllm = _trust("trtllm", "h100-sxm")
     assert not trtllm["extrapolated"]
 
@@ -254,11 +278,12 @@ def test_each_release_takes_its_eras_constants() -> None:
     assert cal.engine_constants("vllm@0.7.3") == old
     assert cal.engine_constants("vllm@0.8") == new
     assert cal.engine_constants("vllm") == new  # the newest era
-    assert cal.engine_constants("sglang@0.5.3") is None
+    assert cal.engine_constants("sglang@0.5.3") == cal.per_engine["sglang"]
+    assert cal.engine_constants("sglang@0.4.3") == cal.per_engine["sglang<0.5"]
     assert cal.engine_constants("trtllm") is None
     timed = cal.for_engine("vllm@0.11")
     assert timed.step_overhead_s == new.step_overhead_s and timed.engines == ["vllm"]
     assert timed.for_engine("vllm@0.11") == timed  # applied once
-    assert cal.for_engine("sglang") is cal
+    assert cal.for_engine("trtllm") is cal
     # scales stop at the physical bounds
     assert all(e.bandwidth <= 0.95 and e.compute <= 1.0 for e in timed.devices.values())
