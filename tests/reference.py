@@ -33,6 +33,23 @@ from typing import Any
 DATA = Path(__file__).resolve().parent / "data"
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
+#: This year's config folders counted some other way than transformers on the meta device.
+COUNTED_OTHERWISE_2026 = {
+    "configs-2026-checkpoint-code": "the checkpoint's own modelling code "
+                                    "(checkpoint-code-counts.json)",
+    "configs-2026-checkpoint-listing": "the checkpoint's tensor listing",
+}
+#: This year's config folders whose every file has transformers' figures in an
+#: oracle-2026*.json: each configs-2026* folder (a new reference set is one more folder,
+#: found by name) but those counted otherwise, and the class defaults.
+ORACLE_FOLDERS_2026 = tuple(sorted(
+    p.name for p in DATA.glob("configs-2026*")
+    if p.is_dir() and p.name not in COUNTED_OTHERWISE_2026)) + ("transformers-defaults-2026",)
+#: The folders whose counts follow the meta-built model, by transformers or by the
+#: checkpoint's own code (not a report's copy, whose count is the report's).
+MODELLED_FOLDERS_2026 = tuple(f for f in ORACLE_FOLDERS_2026 if f != "configs-2026-reported") \
+    + ("configs-2026-checkpoint-code",)
+
 
 def check_reference_set(entries: list[dict[str, Any]], folder: Path,
                         types: set[str]) -> None:

@@ -5,19 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent / "data"
+from tests.reference import DATA, ORACLE_FOLDERS_2026
+
 ORACLE = DATA / "oracle-2026.json"
 # Further reference sets of this year's architectures, one file per set (oracle-2026-*.json).
 ORACLES = sorted(DATA.glob("oracle-2026*.json"))
-FOLDERS = ("configs-2026", "configs-2026-more", "configs-2026-dense",
-           "transformers-defaults-2026", "configs-2026-variants", "configs-2026-reported",
-           "configs-2026-frontier", "configs-2026-late", "configs-2026-qwen4",
-           "configs-2026-glm5", "configs-2026-muse")
-# The transformers release each reference set was computed with (the newer model types
-# exist only in the newer release).
-TRANSFORMERS = {"oracle-2026-frontier.json": "5.25.0", "oracle-2026-tf525.json": "5.25.0",
-                "oracle-2026-late.json": "5.25.0", "oracle-2026-qwen4.json": "5.25.0",
-                "oracle-2026-glm5.json": "5.25.0", "oracle-2026-muse.json": "5.25.0"}
+FOLDERS = ORACLE_FOLDERS_2026
+# The reference sets computed with transformers 5.24.0; every later set with 5.25.0, the
+# release that has the newer model types.
+TRANSFORMERS_5_24 = {"oracle-2026.json", "oracle-2026-dense.json",
+                     "oracle-2026-glm4-moe-lite.json"}
 
 
 def entries() -> list[dict[str, object]]:
@@ -80,7 +77,8 @@ def test_versions_are_recorded() -> None:
         for e in json.loads(path.read_text()):
             versions = e["versions"]
             assert isinstance(versions, dict)
-            assert versions["transformers"] == TRANSFORMERS.get(path.name, "5.24.0")
+            assert versions["transformers"] == (
+                "5.24.0" if path.name in TRANSFORMERS_5_24 else "5.25.0"), path.name
             assert str(versions["torch"]).startswith("2.13.0")
 
 

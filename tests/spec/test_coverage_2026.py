@@ -19,7 +19,7 @@ from typing import Any
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.engine.params import count_parameters
 from llm_inventory.spec.hf import dispatch, from_hf_config, supported_model_types
-from tests.reference import DATA
+from tests.reference import DATA, MODELLED_FOLDERS_2026
 
 # The model types the 2026 coverage issue lists, by its groups.
 LISTED = [
@@ -45,10 +45,7 @@ LISTED = [
 CHECKPOINT_CODE = {"nemotron-nas", "bailing_moe"}
 # The dense group and the classics: each exact (nemotron-nas by its checkpoint's code).
 DENSE_GROUP = LISTED[LISTED.index("exaone4"):]
-FOLDERS = ("configs-2026", "configs-2026-more", "configs-2026-dense",
-           "configs-2026-variants", "configs-2026-checkpoint-code", "transformers-defaults-2026",
-           "configs-2026-frontier", "configs-2026-late", "configs-2026-qwen4",
-           "configs-2026-glm5", "configs-2026-muse")
+FOLDERS = MODELLED_FOLDERS_2026
 # Counts that follow the checkpoint rather than the meta-built model, and by how much
 # (tests/data/configs-2026-dense/README.md).
 ADJUSTED = {"t5--untied-gated.json": 32_128 * 768}

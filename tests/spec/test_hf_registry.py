@@ -19,7 +19,13 @@ from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import builders, from_hf_config, registry, supported_model_types
 from llm_inventory.spec.hf.defaults import has_class_defaults
 from llm_inventory.spec.model import Family, ModelSpec
-from tests.reference import DATA, model_config, oracle_totals, reference_models
+from tests.reference import (
+    DATA,
+    MODELLED_FOLDERS_2026,
+    model_config,
+    oracle_totals,
+    reference_models,
+)
 
 SUPPORTED = [
     "afmoe",
@@ -204,11 +210,7 @@ def _counted_types() -> set[str]:
             if not isinstance(entry.get("total_params"), int):
                 continue
             types.add(entry["model_type"])
-            for folder in ("configs-2026", "configs-2026-more", "configs-2026-dense",
-                           "configs-2026-checkpoint-code", "configs-2026-variants",
-                           "transformers-defaults-2026", "configs-2026-frontier",
-                           "configs-2026-late", "configs-2026-qwen4",
-                           "configs-2026-glm5"):
+            for folder in MODELLED_FOLDERS_2026:
                 path = DATA / folder / entry["file"]
                 text = json.loads(path.read_text()).get("text_config") if path.is_file() \
                     else None
