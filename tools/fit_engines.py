@@ -62,9 +62,11 @@ from tools.fit_timing import (  # noqa: E402
 ROWS_FILE = DATA / "engine-measurements.json"
 #: The engines' eras fitted apart (key, engine, since, below), where the data shows a
 #: change: vLLM's V0 engine (before 0.8) and its V1 engine (the default from 0.8); SGLang
-#: before and from 0.5. And the least data an era's fit needs.
+#: before and from 0.5; TensorRT-LLM's runs outside NVIDIA's tables (the global fit's own
+#: engine: unfitted, they join its unseen rows). And the least data an era's fit needs.
 ERAS = (("vllm", "vllm", "0.8", None), ("vllm<0.8", "vllm", None, "0.8"),
-        ("sglang", "sglang", "0.5", None), ("sglang<0.5", "sglang", None, "0.5"))
+        ("sglang", "sglang", "0.5", None), ("sglang<0.5", "sglang", None, "0.5"),
+        ("trtllm", "trtllm", None, None))
 MIN_ROWS, MIN_GROUPS = 30, 4
 SPLIT = ("grouped five-fold over the engine's own rows: a row's group is its model family on "
          "its GPU class, the group's fold the SHA-256 of \"family/gpu\" modulo 5; each fold's "
@@ -328,43 +330,7 @@ def table(cal: Calibration) -> str:
             lines.append(f"| {label} | {e.regime} | {e.figure} | {e.rows} | {e.median:.1%} "
                          f"| {e.p90:.1%} | ±{band:.0%} | {within:.0%} | "
                          f"{statistics.median(old):.1%} |")
-    return "\n".join(lines + unfitted_lines(cal, harness))
-
-
-def unfitted_lines(cal: Calibration, harness: EngineReplayer) -> list[str]:
-    """Table rows of the engines and eras with no constants of their own (`ERAS` keys not
-    fitted), each priced as the tool times it (`for_engine`: the global constants, which
-    never saw these rows) and held to the band the tool quotes for that row's regime and
-    device, its engine's release as asked (`timing_trust`)."""
-    from llm_inventory.engine.timing.calibration import timing_trust
-
-    found: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
-    versions: dict[str, list[str]] = {}
-    for key, engine, since, below in ERAS + (("trtllm", "trtllm", None, None),):
-        if key in cal.per_engine:  # its own entry (fitted or not) is in the table above
-            continue
-        for row, setup in era_rows(harness, engine, since, below):
-            mine = cal.for_engine(row.engine_spec)
-            band = timing_trust(mine, row.regime_name, row.device_id, "",
-                                engine=row.engine_spec).band
-            versions.setdefault(key, []).append(row.engine_spec.split("@")[1])
-            for r in replay_engine(row, setup, mine):
-                found.setdefault((key, r.regime, r.figure), []).append((r.error, band))
-    lines = []
-    for (key, regime, figure), pairs in sorted(found.items()):
-        engine = next(e for k, e, _, _ in ERAS + (("trtllm", "trtllm", None, None),)
-                      if k == key)
-        seen = sorted(set(versions[key]), key=release_key)
-        errors = sorted(x for x, _ in pairs)
-        bands = sorted({b for _, b in pairs})
-        quoted = (f"±{bands[0]:.0%}" if len(bands) == 1
-                  else f"±{bands[0]:.0%}–{bands[-1]:.0%}")
-        within = sum(x <= b + 1e-9 for x, b in pairs) / len(pairs)
-        p90 = errors[min(len(errors) - 1, math.ceil(0.9 * len(errors)) - 1)]
-        lines.append(f"| {ENGINE_LABELS[engine]} {seen[0]}–{seen[-1]} (not fitted) | {regime} "
-                     f"| {figure} | {len(pairs)} | {statistics.median(errors):.1%} | "
-                     f"{p90:.1%} | {quoted} | {within:.0%} | (the same) |")
-    return lines
+    return "\n".join(lines)
 
 
 def main() -> None:

@@ -117,7 +117,8 @@ class EngineConstants(BaseModel):
     held_out_groups: list[str] = Field(default_factory=list)
     # False: too few rows to fit constants of its own. The global constants time it (the
     # scales and overheads here are theirs) and `errors` are its rows' under them, every
-    # row unseen by that fit: its band is its own runs' error.
+    # row unseen by that fit: its band is its own runs' error (joined with the global
+    # fit's unseen rows when it is that fit's own engine).
     fitted: bool = True
 
 
@@ -218,6 +219,11 @@ class Calibration(BaseModel):
         ec = constants or self.engine_constants(engine)
         if ec is None:
             return self
+        if not ec.fitted and ec.engine in self.engines:
+            # the global fit's own engine: its runs outside that fit's data join its unseen
+            # rows, and so its bands
+            return self.model_copy(update={"errors": [*self.errors, *ec.errors],
+                                           "per_engine": {}})
         if not ec.fitted:  # these constants, held to the band of the engine's own runs
             return self.model_copy(update={
                 "engine": ec.label, "engines": [ec.engine], "constants_of": self.engine,

@@ -128,7 +128,7 @@ def test_every_row_has_a_model_and_is_replayed() -> None:
 
 def test_the_fitted_eras_and_those_left_out() -> None:
     cal = default_calibration()
-    assert set(cal.per_engine) == {"vllm", "vllm<0.8", "sglang", "sglang<0.5"}
+    assert set(cal.per_engine) == {"vllm", "vllm<0.8", "sglang", "sglang<0.5", "trtllm"}
     tool = _tool()
     # SGLang: 18 rows of 0.5 in 4 groups, 45 of 0.4 in 2: neither reaches the minimum
     for key, engine, since, below in tool.ERAS:
@@ -157,6 +157,24 @@ def test_an_era_too_thin_to_fit_is_timed_globally_and_banded_by_its_own_runs(key
         assert len(errors) == e.rows
         assert statistics.median(errors) == pytest.approx(e.median, abs=1e-3)
         band = mine.band(e.regime)
+        assert sum(x <= band + 1e-9 for x in errors) >= 0.9 * len(errors)
+
+
+def test_the_global_engines_own_runs_outside_its_fit_join_its_bands() -> None:
+    # TensorRT-LLM's runs in this file were never in the global fit: too few to fit, they
+    # join that fit's unseen rows, and its bands hold on nine tenths of them too
+    cal = default_calibration()
+    ec = cal.per_engine["trtllm"]
+    assert not ec.fitted and all(e.held_out for e in ec.errors)
+    mine = cal.for_engine("trtllm@1.2")
+    assert mine.constants_of is None and mine.engine == cal.engine
+    base = cal.model_copy(update={"per_engine": {}})
+    found = [r for row, setup in _era(ec) for r in replay_engine(row, setup, base)]
+    for e in ec.errors:
+        errors = [r.error for r in found if (r.regime, r.figure) == (e.regime, e.figure)]
+        band = mine.band(e.regime)
+        if e.regime in {g.regime for g in cal.errors if g.held_out}:
+            assert band >= cal.band(e.regime)  # widened by them, never narrowed
         assert sum(x <= band + 1e-9 for x in errors) >= 0.9 * len(errors)
 
 
@@ -280,10 +298,13 @@ def test_each_release_takes_its_eras_constants() -> None:
     assert cal.engine_constants("vllm") == new  # the newest era
     assert cal.engine_constants("sglang@0.5.3") == cal.per_engine["sglang"]
     assert cal.engine_constants("sglang@0.4.3") == cal.per_engine["sglang<0.5"]
-    assert cal.engine_constants("trtllm") is None
+    assert cal.engine_constants("trtllm") == cal.per_engine["trtllm"]
     timed = cal.for_engine("vllm@0.11")
     assert timed.step_overhead_s == new.step_overhead_s and timed.engines == ["vllm"]
     assert timed.for_engine("vllm@0.11") == timed  # applied once
-    assert cal.for_engine("trtllm") is cal
+    # the global fit's own engine keeps its constants; its runs join the unseen rows
+    own = cal.for_engine("trtllm")
+    assert own.model_copy(update={"errors": cal.errors, "per_engine": cal.per_engine}) == cal
+    assert own.errors == [*cal.errors, *cal.per_engine["trtllm"].errors]
     # scales stop at the physical bounds
     assert all(e.bandwidth <= 0.95 and e.compute <= 1.0 for e in timed.devices.values())
