@@ -18,7 +18,7 @@ from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placemen
 from llm_inventory.engine.serving import ServingEngine, get, names
 from llm_inventory.engine.serving.base import LaunchCommand
 from llm_inventory.engine.speculative import Speculative
-from llm_inventory.engine.trust import Trust, engine_rule
+from llm_inventory.engine.trust import Trust
 from llm_inventory.errors import InputError
 from llm_inventory.spec.devices import Device
 from llm_inventory.spec.model import ModelSpec
@@ -132,5 +132,5 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
         and bool(plan.per_device and plan.per_device.kv_pool_bytes > 0),
         fits=plan.fits, plan=plan, startup=plan.startup, startup_error=plan.startup_error,
         longest_context=longest,
-        trust={**result.trust, "startup": engine_rule(
+        trust={**result.trust, "startup": engine.rule_trust(
             f"{engine.label}'s own start-up lines and stop, from its pool accounting")})

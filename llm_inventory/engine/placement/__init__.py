@@ -268,7 +268,8 @@ def _groups(facts: ModelFacts, request: PlacementRequest, cal: Calibration,
                             "padding")),
         "state": counted_state(facts.spec, "bytes per token and per sequence, as each layer kind "
                          "keeps them"),
-        "kv_pool": engine_rule(f"{label}'s budget, blocks and maximum concurrency"),
+        "kv_pool": facts.engine.rule_trust(f"{label}'s budget, blocks and maximum "
+                                           "concurrency"),
         "reserve": reserve_trust(facts.engine, request.device),
         "timing": timing_trust(cal, PLACEMENT_REGIME, request.device,
                                f"fitted on published {cal.fitted_by} measurements",

@@ -234,8 +234,8 @@ def plan_mixed(spec: ModelSpec, groups: list[DeviceGroup],
         engine=engine.name, engine_version=engine.version, context=base.context,
         concurrency=request.concurrency, plans=plans, disaggregated=pairs,
         trust={"weights": exact("counted per stage, with the engine's padding"),
-               "kv_pool": engine_rule(f"{engine.label}'s budget per device and its binding "
-                                      "worker, the partition pinned"),
+               "kv_pool": engine.rule_trust(f"{engine.label}'s budget per device and its "
+                                            "binding worker, the partition pinned"),
                # the widest of the types' bands: every stage's reserve is in the plan
                "reserve": max((reserve_trust(engine, g.device) for g in groups),
                               key=lambda t: (t.kind != "calibrated", t.band or 0.0)),

@@ -667,11 +667,12 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
               "request rate" if loaded else "offline maximum")
     first = next(iter(evaluators.values()), None)
     engine_label = first.facts.engine.label if first is not None else ""
-    # the constants that timed the chosen plan (its engine's, where they were fitted)
-    if chosen is not None:
-        cal = evaluators[(chosen.device, chosen.engine)].cal
-    elif first is not None:
-        cal = first.cal
+    # the evaluator of the chosen plan (else the first): its engine's constants timed it
+    judged = evaluators[(chosen.device, chosen.engine)] if chosen is not None else first
+    if judged is not None:
+        cal = judged.cal
+    # the engine's rule, or an estimate for a release past the eras read
+    rule = judged.facts.engine.rule_trust if judged is not None else engine_rule
     notes = []
     if len(lengths.bins) == 1:
         notes.append("one length for every request: p95 is p50 (give --lengths for a spread; the "
@@ -701,7 +702,7 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
         notes=notes,
         trust={
             "gpus": exact("whole replicas of plans whose memory fits"),
-            "batch_limit": engine_rule("the engine's KV pool and max_num_seqs"),
+            "batch_limit": rule("the engine's KV pool and max_num_seqs"),
             "latency": timing_trust(cal, regime, _chosen_device(request, chosen),
                                     f"the {regime} regime of published {cal.fitted_by} "
                                     "measurements", engine=_chosen_engine(chosen, evaluators)),
@@ -710,8 +711,8 @@ def recommend(spec: ModelSpec, request: RecommendRequest) -> RecommendResult:
                                        engine=_chosen_engine(chosen, evaluators)),
             **_speculative_trust(request),
             "cost": exact("price catalog × GPUs: as exact as the dated list price"),
-            "launch": engine_rule("the chosen command read back as `inventory launch` reads "
-                                  "it: the engine's own start-up lines"),
+            "launch": rule("the chosen command read back as `inventory launch` reads it: "
+                           "the engine's own start-up lines"),
         },
     )
 

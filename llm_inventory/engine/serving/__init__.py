@@ -139,9 +139,13 @@ def _beyond(engine: ServingEngine, asked: str, newest: ServingEngine) -> Serving
     """`engine` answering for a release newer than the newest one its eras were read from
     (the newest era's default `version`), with a warning that says so."""
     found = copy.copy(engine)
+    known = next((change for later, change in newest.later_releases.items()
+                  if asked == later or asked.startswith(later + ".")), None)
     found.release_warning = (
         f"{newest.name} {asked} is newer than the newest release modelled ({newest.version}); "
-        f"answered with {newest.label}'s rules, which may have changed since")
+        f"answered with {newest.label}'s rules, " + (
+            f"which {asked} changes: {known}" if known is not None
+            else "which may have changed since"))
     return found
 
 

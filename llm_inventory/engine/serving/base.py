@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from llm_inventory.engine.lora import LoraRule
     from llm_inventory.engine.mm_budget import MmRule
     from llm_inventory.engine.speculative import DraftRule
+    from llm_inventory.engine.trust import Trust
 
 FlagValue = str | int | float | bool
 
@@ -322,6 +323,9 @@ class ServingEngine(ABC):
     # rather than sizing a pool from memory: the sequences a device can hold are then its
     # room over one sequence's state, whatever one launch allocated
     kv_from_context: ClassVar[bool] = False
+    # releases past the newest era whose source was read but not modelled, and what they
+    # change ("0.34": "..."): a warning for such a release names it
+    later_releases: ClassVar[dict[str, str]] = {}
     # set on the copy `serving.get` returns for a release newer than the newest one read:
     # the newest era answers for it, and says so (None: a release inside the eras read)
     release_warning: str | None = None
@@ -603,6 +607,16 @@ class ServingEngine(ABC):
         """How the engine moves weights and KV off the GPU (`engine/offload.py`; None: not
         modelled, and placement refuses offload settings for it)."""
         return None
+
+    def rule_trust(self, basis: str) -> Trust:
+        """The label of a figure this engine's accounting decides: `engine rule`, except
+        for a release past the newest era read, which another release's rules only
+        estimate (`release_warning` says which)."""
+        from llm_inventory.engine.trust import Trust, engine_rule  # noqa: F811 (run time)
+
+        if self.release_warning is None:
+            return engine_rule(basis)
+        return Trust(kind="estimate", basis=f"{basis}; {self.release_warning}")
 
     def at_version(self, version: str) -> ServingEngine:
         """This era answering for one release inside its range (`--engine NAME@VERSION`);

@@ -41,6 +41,15 @@ class VllmV33(VllmV30):
          "2048 and max_num_seqs 256, not the ≥ 70 GiB tier's 8192 and 1024",
          "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (v0.33.0)"),
     ) + VllmV30.rules
+    later_releases: ClassVar[dict[str, str]] = {
+        "0.34": "on CUDA and ROCm it sizes the KV cache from the memory free after warmup "
+                "and CUDA graph capture (the extensible KV cache, "
+                "vllm/v1/worker/extensible_kv_cache.py measure_kv_cache_bytes), with "
+                "gpu_memory_utilization 1.0 by default where 0.33 took 0.92 "
+                "(CacheConfig.resolved_gpu_memory_utilization), and pages 64 tokens a "
+                "block, not 16 (CacheConfig.DEFAULT_BLOCK_SIZE, vllm/config/cache.py, "
+                "v0.34.0): its pool is likely larger than this one",
+    }
 
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         """0.30's settings; a GB10 below the top tier on the smallest batch defaults."""

@@ -77,6 +77,17 @@ def test_a_newer_release_is_answered_by_the_newest_era_with_a_warning(
     plan = invoke("placement", "llama-3.1-8b", "-d", "h100", "-n", "1", "-e", "vllm@0.34",
                   "--format", "json").json()
     assert any("newer than the newest release" in note for note in plan["notes"])
+    # another release's rules only estimate its pool, and what is known to change is said
+    assert plan["trust"]["kv_pool"]["kind"] == "estimate"
+    assert "extensible KV cache" in plan["trust"]["kv_pool"]["basis"]
+    assert "may have changed" in str(serving.get("vllm@0.35").release_warning)
+    assert "extensible KV cache" in str(serving.get("vllm@0.34.2").release_warning)
+    inside = invoke("placement", "llama-3.1-8b", "-d", "h100", "-n", "1", "-e", "vllm@0.33",
+                    "--format", "json").json()
+    assert inside["trust"]["kv_pool"]["kind"] == "engine rule"
+    chosen = invoke("recommend", "llama-3.1-8b", "-d", "h100", "-n", "1", "-e", "vllm@0.34",
+                    "--isl", "1000", "--osl", "100", "--format", "json").json()
+    assert chosen["trust"]["batch_limit"]["kind"] == "estimate"
 
 
 def test_deepseek_v32_with_an_fp8_cache_keeps_fp8_ds_mla_in_blocks_of_64() -> None:
