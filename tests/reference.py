@@ -28,7 +28,10 @@ import sys
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_inventory.spec.model import ModelSpec
 
 DATA = Path(__file__).resolve().parent / "data"
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
@@ -63,6 +66,18 @@ def check_reference_set(entries: list[dict[str, Any]], folder: Path,
         assert "error" not in e, e["file"]
     listed = {e["file"] for e in json.loads((folder / "index.json").read_text())}
     assert listed == {p.name for p in folder.glob("*.json")} - {"index.json"}
+
+
+def check_counts(spec: ModelSpec, entry: dict[str, Any]) -> None:
+    """The importer's count of `spec` equals a reference entry's to the parameter (total,
+    and active where the entry has it), and is labelled exact."""
+    from llm_inventory.engine.params import count_parameters
+
+    params = count_parameters(spec)
+    assert params.total == entry["total_params"], entry["file"]
+    if entry.get("active_params") is not None:
+        assert params.active == entry["active_params"], entry["file"]
+    assert spec.exact, spec.estimated
 
 
 def load_tool(name: str) -> ModuleType:

@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from llm_inventory.engine.model_state import state_layers
-from llm_inventory.engine.params import count_parameters
 from llm_inventory.spec.hf import from_hf_config
 from llm_inventory.spec.model import ModelSpec
-from tests.reference import DATA, check_reference_set
+from tests.reference import DATA, check_counts, check_reference_set
 
 ORACLE = DATA / "oracle-2026-frontier.json"
 FOLDER = DATA / "configs-2026-frontier"
@@ -57,12 +56,7 @@ def test_the_set_covers_its_types_with_versions_recorded() -> None:
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
 def test_total_and_active_equal_transformers(entry: dict[str, Any]) -> None:
-    spec = _spec(entry)
-    params = count_parameters(spec)
-    assert params.total == entry["total_params"]
-    if entry.get("active_params") is not None:
-        assert params.active == entry["active_params"]
-    assert spec.exact, spec.estimated
+    check_counts(_spec(entry), entry)
 
 
 # transformers' own cache cannot run on Step3p7TextConfig's bare defaults (their

@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 from llm_inventory.engine.model_state import state_layers
-from llm_inventory.engine.params import count_parameters
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import from_hf_config
 from llm_inventory.spec.model import ModelSpec
-from tests.reference import DATA, check_reference_set
+from tests.reference import DATA, check_counts, check_reference_set
 
 ORACLE = DATA / "oracle-2026-late.json"
 FOLDER = DATA / "configs-2026-late"
@@ -44,12 +43,7 @@ def test_the_set_covers_its_types_with_versions_recorded() -> None:
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
 def test_total_and_active_equal_transformers(entry: dict[str, Any]) -> None:
-    spec = _spec(entry)
-    params = count_parameters(spec)
-    assert params.total == entry["total_params"]
-    if entry.get("active_params") is not None:
-        assert params.active == entry["active_params"]
-    assert spec.exact, spec.estimated
+    check_counts(_spec(entry), entry)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])

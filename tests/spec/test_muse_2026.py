@@ -22,7 +22,7 @@ from llm_inventory.engine.params import count_parameters
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import from_hf_config
 from llm_inventory.spec.model import Component, ModelSpec
-from tests.reference import DATA
+from tests.reference import DATA, check_counts, check_reference_set
 
 ORACLE = DATA / "oracle-2026-muse.json"
 FOLDER = DATA / "configs-2026-muse"
@@ -44,23 +44,12 @@ def _entry(file: str) -> dict[str, Any]:
 
 
 def test_the_set_covers_its_types_with_versions_recorded() -> None:
-    assert {e["model_type"] for e in ENTRIES} == TYPES
-    for e in ENTRIES:
-        assert e["versions"]["transformers"] == "5.25.0", e["file"]
-        assert str(e["versions"]["torch"]).startswith("2.13.0"), e["file"]
-        assert "error" not in e, e["file"]
-    listed = {e["file"] for e in json.loads((FOLDER / "index.json").read_text())}
-    assert listed == {p.name for p in FOLDER.glob("*.json")} - {"index.json"}
+    check_reference_set(ENTRIES, FOLDER, TYPES)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
 def test_total_and_active_equal_transformers(entry: dict[str, Any]) -> None:
-    spec = _spec(entry)
-    params = count_parameters(spec)
-    assert params.total == entry["total_params"]
-    if entry.get("active_params") is not None:
-        assert params.active == entry["active_params"]
-    assert spec.exact, spec.estimated
+    check_counts(_spec(entry), entry)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
