@@ -32,8 +32,11 @@ from llm_inventory.engine.timing.measured import (
     GPU_CLASSES,
     Measurement,
     Replayed,
+    Replayer,
     Setup,
 )
+from llm_inventory.spec.devices import Device
+from llm_inventory.spec.model import ModelSpec
 
 #: Catalog ids of the engine measurements' GPU classes.
 ENGINE_GPU_CLASSES = {**GPU_CLASSES, "MI300X": "mi300x", "MI325X": "mi325x",
@@ -168,40 +171,25 @@ def replay_engine(row: EngineMeasurement, setup: Setup, cal: Calibration) -> lis
     return _measured(p, row, found)
 
 
-class EngineReplayer:
-    """Engine rows with their sized setups (memoised per model, device, engine, dtypes,
-    split and limits), so a fit can replay them under many calibrations. `spec_for(family)`
-    gives a row's model (None: no description; the row is counted in `skipped`)."""
+class EngineReplayer(Replayer[EngineMeasurement]):
+    """Engine rows with their sized setups, memoised also per engine release and launch
+    limits: each row's pools as its engine and release size them."""
 
-    def __init__(self, rows: list[EngineMeasurement], spec_for: Any, cal: Calibration) -> None:
-        from llm_inventory.spec.devices import resolve_device
+    def device_id(self, row: EngineMeasurement) -> str:
+        return row.device_id
 
-        self.rows: list[tuple[EngineMeasurement, Setup]] = []
-        self.skipped: dict[str, int] = {}
-        specs: dict[str, Any] = {}
-        setups: dict[tuple[Any, ...], Setup] = {}
-        for row in rows:
-            if row.model_family not in specs:
-                specs[row.model_family] = spec_for(row.model_family)
-            spec = specs[row.model_family]
-            if spec is None:
-                self.skipped[row.model_family] = self.skipped.get(row.model_family, 0) + 1
-                continue
-            device = resolve_device(row.device_id)
-            limits = tuple(sorted((k, v) for k, v in row.settings.items()
-                                  if isinstance(v, int | float | str)))
-            key = (row.model_family, device.id, row.engine_spec, row.dtype, row.kv_dtype,
-                   row.split, row.gpu_count, limits)
-            if key not in setups:
-                setups[key] = Setup(spec, device, row, cal, engine=row.engine_spec,
-                                    settings=row.settings)
-            self.rows.append((row, setups[key]))
+    def key(self, row: EngineMeasurement, device_id: str) -> tuple[Any, ...]:
+        limits = tuple(sorted((k, v) for k, v in row.settings.items()
+                              if isinstance(v, int | float | str)))
+        return (*super().key(row, device_id), row.engine_spec, limits)
 
-    def replay(self, cal: Calibration) -> list[Replayed]:
-        found: list[Replayed] = []
-        for row, setup in self.rows:
-            found += replay_engine(row, setup, cal)
-        return found
+    def setup(self, spec: ModelSpec, device: Device, row: EngineMeasurement,
+              cal: Calibration) -> Setup:
+        return Setup(spec, device, row, cal, engine=row.engine_spec, settings=row.settings)
+
+    def replay_row(self, row: EngineMeasurement, setup: Setup,
+                   cal: Calibration) -> list[Replayed]:
+        return replay_engine(row, setup, cal)
 
 
 def engine_of(spec: str) -> str:

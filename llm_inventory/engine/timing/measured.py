@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -255,16 +255,20 @@ def replay(row: Measurement, setup: Setup, cal: Calibration) -> list[Replayed]:
     return out
 
 
-class Replayer:
-    """Rows with their sized setups, memoised per model, device, dtypes and split, so the
-    fit can replay them under many calibrations. `spec_for(family)` gives a row's model
-    (None: no description; the row is counted in `skipped`)."""
+#: The kind of row a replayer sizes (`Measurement` or a subclass of it).
+M = TypeVar("M", bound="Measurement")
 
-    def __init__(self, rows: list[Measurement], spec_for: Callable[[str], ModelSpec | None],
+
+class Replayer(Generic[M]):
+    """Rows with their sized setups, memoised per model, device, dtypes and split (`key`),
+    so the fit can replay them under many calibrations. `spec_for(family)` gives a row's
+    model (None: no description; the row is counted in `skipped`)."""
+
+    def __init__(self, rows: list[M], spec_for: Callable[[str], ModelSpec | None],
                  cal: Calibration) -> None:
         from llm_inventory.spec.devices import resolve_device
 
-        self.rows: list[tuple[Measurement, Setup]] = []
+        self.rows: list[tuple[M, Setup]] = []
         self.skipped: dict[str, int] = {}
         specs: dict[str, ModelSpec | None] = {}
         setups: dict[tuple[Any, ...], Setup] = {}
@@ -275,15 +279,28 @@ class Replayer:
             if spec is None:
                 self.skipped[row.model_family] = self.skipped.get(row.model_family, 0) + 1
                 continue
-            device = resolve_device(GPU_CLASSES[row.gpu_class])
-            key = (row.model_family, device.id, row.dtype, row.kv_dtype, row.split,
-                   row.gpu_count)
+            device = resolve_device(self.device_id(row))
+            key = self.key(row, device.id)
             if key not in setups:
-                setups[key] = Setup(spec, device, row, cal)
+                setups[key] = self.setup(spec, device, row, cal)
             self.rows.append((row, setups[key]))
+
+    def device_id(self, row: M) -> str:
+        return GPU_CLASSES[row.gpu_class]
+
+    def key(self, row: M, device_id: str) -> tuple[Any, ...]:
+        """What sizes a row's setup: rows alike in it share one."""
+        return (row.model_family, device_id, row.dtype, row.kv_dtype, row.split,
+                row.gpu_count)
+
+    def setup(self, spec: ModelSpec, device: Device, row: M, cal: Calibration) -> Setup:
+        return Setup(spec, device, row, cal)
+
+    def replay_row(self, row: M, setup: Setup, cal: Calibration) -> list[Replayed]:
+        return replay(row, setup, cal)
 
     def replay(self, cal: Calibration) -> list[Replayed]:
         found: list[Replayed] = []
         for row, setup in self.rows:
-            found += replay(row, setup, cal)
+            found += self.replay_row(row, setup, cal)
         return found
