@@ -73,6 +73,7 @@ def _reference(model_type: str) -> dict[str, Any]:
                  DATA / "more-configs" / f"transformers-defaults--{model_type}.json",
                  YEAR_2026 / f"{model_type}.json",
                  DATA / "configs-2026-dense" / f"transformers-defaults--{model_type}.json",
+                 *DATA.glob(f"configs-2026*/transformers-defaults--{model_type}.json"),
                  NO_CLASS.get(model_type, REFERENCES)):
         if path.is_file():
             return dict(json.loads(path.read_text()))
@@ -106,12 +107,7 @@ def test_every_registered_type_and_no_other_file_is_top_level() -> None:
         for p in (DATA / "more-configs").glob("transformers-defaults--*.json")} | {
         p.stem for p in YEAR_2026.glob("*.json")} | {
         p.stem.removeprefix("transformers-defaults--")
-        for p in (DATA / "configs-2026-dense").glob("transformers-defaults--*.json")} | {
-        p.stem.removeprefix("transformers-defaults--")
-        for p in (DATA / "configs-2026-frontier").glob("transformers-defaults--*.json")} | {
-        p.stem.removeprefix("transformers-defaults--")
-        for p in (DATA / "configs-2026-late").glob("transformers-defaults--*.json")} | set(
-        NO_CLASS)
+        for p in DATA.glob("configs-2026*/transformers-defaults--*.json")} | set(NO_CLASS)
     nested = {p.stem for p in (REFERENCES / "sub-configs").glob("*.json")}
     assert set(registry.MODELS) <= set(FILES)
     assert set(FILES) - set(registry.MODELS) <= nested

@@ -60,6 +60,7 @@ SUPPORTED = [
     "gemma3_text",
     "gemma3n",
     "gemma4",
+    "gemma4_assistant",
     "gemma4_text",
     "glm",
     "glm4",

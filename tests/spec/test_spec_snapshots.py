@@ -62,6 +62,8 @@ PERTURBED = [
     "more-configs/openai--whisper-base.json",
     # Gemma 4's text model at the top level (transformers 5.25's Gemma4ForCausalLM)
     "configs-2026-frontier/transformers-defaults--gemma4_text.json",
+    # Gemma 4's assistant: its bare defaults do not build; the two values it needs set
+    "configs-2026-gemma4a/transformers-defaults--gemma4_assistant.json",
     "configs-2026-frontier/constructed--step3p5-flat.json",
     # Kimi-K3: no class defaults exist; its real config stands in
     "configs-2026-checkpoint-listing/moonshotai--Kimi-K3.json",

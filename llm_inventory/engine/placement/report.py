@@ -75,7 +75,7 @@ class Reporter:
         stage = sized.ranges[b]
         per_seq = facts.sequence_bytes(shape.tp, stage.start, stage.stop, facts.context)
         fits_context = longest = None
-        if facts.state:
+        if facts.state and per_seq:  # a model whose layers keep nothing has no context to fit
             fits_context = (sized.concurrency or 0) >= 1
             if not fits_context:
                 longest = self.longest_context(sized)

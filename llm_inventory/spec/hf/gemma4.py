@@ -12,6 +12,7 @@ from llm_inventory.spec.hf.common import (
     extra,
     layer_types,
     linear,
+    over_defaults,
     sub_config,
     vlm_model,
 )
@@ -277,6 +278,52 @@ def gemma4_text(c: HFConfig) -> ModelSpec:
     return _text_only(c, decoder, c, _notes(c, decoder))
 
 
+# What `Gemma4AssistantConfig.validate_architecture` refuses in the drafter's text config:
+# the key, the value it must have.
+_ASSISTANT_FIXED = {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0,
+                    "enable_moe_block": False, "use_double_wide_mlp": False}
+
+
+def gemma4_assistant(c: HFConfig) -> ModelSpec:
+    """`Gemma4AssistantForCausalLM` (transformers 5.25 `models/gemma4_assistant`), the
+    drafter Gemma 4 checkpoints ship beside them: a Gemma 4 text decoder every layer of which
+    reads the target's KV (`num_kv_shared_layers` is every layer, set so when 0 by
+    `Gemma4AssistantConfig.__post_init__`), so it caches nothing; `pre_projection` from the
+    target's embedding and last hidden state (2 × `backbone_hidden_size` → hidden),
+    `post_projection` back (hidden → `backbone_hidden_size`), no biases; a head tied to its
+    embedding by the composite's `tie_word_embeddings`; and with `use_ordered_embeddings`
+    the centroid head (`Gemma4AssistantMaskedEmbedder.centroids`, hidden → `num_centroids`;
+    its token ordering is a buffer)."""
+    _, text = sub_config(c, "text_config", "gemma4_text")
+    layers = text.integer("num_hidden_layers")
+    if not text.integer("num_kv_shared_layers", 0, minimum=0):
+        text = over_defaults({**text.data, "num_kv_shared_layers": layers}, "gemma4_text",
+                             text.label, c.name)
+    for key, wanted in _ASSISTANT_FIXED.items():
+        value = text.flag(key) if isinstance(wanted, bool) else text.integer(key, minimum=0)
+        if value != wanted:
+            raise InputError(f"{text.label}: {key}", f"must be {str(wanted).lower()} in a "
+                             f"Gemma 4 assistant (transformers refuses it), got {value}")
+    if text.integer("num_kv_shared_layers", minimum=0) != layers:
+        raise InputError(f"{text.label}: num_kv_shared_layers",
+                         f"must be every layer ({layers}) in a Gemma 4 assistant, got "
+                         f"{text.integer('num_kv_shared_layers', minimum=0)}")
+    decoder = gemma4_text_stack(text)
+    hidden = decoder.hidden_size or 0
+    backbone = c.integer("backbone_hidden_size")
+    extras = (linear("pre_projection", hidden, 2 * backbone, bias=False)
+              + linear("post_projection", backbone, hidden, bias=False))
+    centroids = c.integer("num_centroids")  # read either way: it sizes nothing unordered
+    if c.flag("use_ordered_embeddings"):
+        extras += linear("masked_embedding.centroids", centroids, hidden, bias=False)
+    decoder = decoder.model_copy(update={"tied_embeddings": c.flag("tie_word_embeddings"),
+                                         "extra": [*decoder.extra, *extras]})
+    notes = [*_notes(text, decoder, shared=False),
+             "a drafter: every layer reads the target's K and V (shared_kv_states) and it "
+             "caches none of its own; planning it beside its target is not modelled"]
+    return _text_only(c, decoder, text, notes)
+
+
 def _text_only(c: HFConfig, decoder: Stack, text: HFConfig, notes: list[str]) -> ModelSpec:
     from llm_inventory.spec.hf.common import decoder_model
 
@@ -284,7 +331,8 @@ def _text_only(c: HFConfig, decoder: Stack, text: HFConfig, notes: list[str]) ->
         update={"max_context": text.opt_integer("max_position_embeddings")})
 
 
-def _notes(text: HFConfig, decoder: Stack) -> list[str]:
+def _notes(text: HFConfig, decoder: Stack, shared: bool = True) -> list[str]:
+    """What the count leaves to say; `shared`: say which layers read an earlier one's KV."""
     notes: list[str] = []
     k_eq_v = [decoder.at(i) for i, kind in enumerate(decoder.kinds())
               if kind == LayerKind.FULL and decoder.at(i).k_eq_v]
@@ -293,9 +341,9 @@ def _notes(text: HFConfig, decoder: Stack) -> list[str]:
         # vLLM's Gemma4Attention keeps one fused qkv_proj and loads K into its V slot.
         notes.append(f"K = V on global layers: no v_proj, but V is cached; vLLM loads K "
                      f"into a V slot too ({slots:,} parameters beyond these)")
-    shared = [i for i, k in enumerate(decoder.kinds()) if k == LayerKind.SHARED]
-    if shared:
-        notes.append(f"layers {shared[0]}–{shared[-1]} store no KV: each reads the last "
+    reading = [i for i, k in enumerate(decoder.kinds()) if k == LayerKind.SHARED]
+    if reading and shared:
+        notes.append(f"layers {reading[0]}–{reading[-1]} store no KV: each reads the last "
                      "earlier layer's of its type")
     if text.integer("hidden_size_per_layer_input", minimum=0):
         notes.append("per-layer embeddings counted; Google's 'effective' E2B/E4B sizes "

@@ -59,6 +59,7 @@ TEXT_MODELS: dict[str, Row] = {
     "gemma2": ("gemma", "gemma2", ("Gemma2ForCausalLM",)),
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
     "gemma4_text": ("gemma4", "gemma4_text", ("Gemma4ForCausalLM",)),
+    "gemma4_assistant": ("gemma4", "gemma4_assistant", ("Gemma4AssistantForCausalLM",)),
     "glm": ("glm", "glm", ("GlmForCausalLM",)),
     "glm4": ("glm", "glm4", ("Glm4ForCausalLM",)),
     "glm_moe_dsa": ("deepseek", "glm_moe_dsa", ("GlmMoeDsaForCausalLM",)),
