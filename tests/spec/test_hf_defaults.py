@@ -61,6 +61,9 @@ NOT_IN_TO_DICT = {
     ("gemma4_text", "global_head_dim"):
         "read in __post_init__ as kwargs.pop('global_head_dim', 512); to_dict keeps the "
         "per_layer_config it makes",
+    ("gemma4_unified_text", "global_head_dim"):
+        "read in __post_init__ as kwargs.pop('global_head_dim', 512); to_dict keeps the "
+        "per_layer_config it makes",
     ("bailing_hybrid", "head_dim"):
         "the field defaults to 128, which __post_init__ copies to linear_head_dim before it "
         "sets head_dim to qk_rope_head_dim (64); to_dict keeps both",

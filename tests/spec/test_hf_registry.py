@@ -62,6 +62,8 @@ SUPPORTED = [
     "gemma4",
     "gemma4_assistant",
     "gemma4_text",
+    "gemma4_unified",
+    "gemma4_unified_text",
     "glm",
     "glm4",
     "glm4_moe",

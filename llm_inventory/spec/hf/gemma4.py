@@ -12,6 +12,7 @@ from llm_inventory.spec.hf.common import (
     extra,
     layer_types,
     linear,
+    norm,
     over_defaults,
     sub_config,
     vlm_model,
@@ -106,13 +107,15 @@ def _ple(text: HFConfig, layers: int, hidden: int) -> tuple[list[ExtraTensor], i
     return tensors, 1
 
 
-def gemma4_text_stack(text: HFConfig) -> Stack:
+def gemma4_text_stack(text: HFConfig, *, unified: bool = False) -> Stack:
     """The Gemma 4 decoder (`Gemma4TextModel`): four norms per layer, q/k norms per head
     (v's has no scale), global layers with their own head_dim and KV heads and, with
     `attention_k_eq_v`, no v_proj; KV-shared layers keep only q_proj, q_norm and o_proj
     (and a double-wide MLP with `use_double_wide_mlp`); with `enable_moe_block` every layer
     adds a router (projection, input scale, per-expert scale), routed experts and three
-    norms beside its dense MLP."""
+    norms beside its dense MLP. `unified`: Gemma 4 Unified's text model
+    (`Gemma4UnifiedTextModel`), the same layers with neither per-layer embeddings nor an MoE
+    block (its config has no such keys)."""
     layers, hidden = text.integer("num_hidden_layers"), text.integer("hidden_size")
     kinds = _kinds(text)
     shared = kv_shared(text, kinds)
@@ -137,11 +140,11 @@ def gemma4_text_stack(text: HFConfig) -> Stack:
     window = text.integer("sliding_window")
     if text.raw("use_bidirectional_attention") == "all":
         window = window // 2 + 1  # Gemma4TextConfig.__post_init__: exclusive bounds
-    ple, ple_norms = _ple(text, layers, hidden)
+    ple, ple_norms = _ple(text, layers, hidden) if not unified else ([], 0)
     moe = None
     norms = 4 + ple_norms
     extras = list(ple)
-    if text.flag("enable_moe_block"):
+    if not unified and text.flag("enable_moe_block"):
         experts = text.integer("num_experts")
         moe = MoE(experts=experts, top_k=text.integer("top_k_experts"),
                   expert_intermediate_size=text.integer("moe_intermediate_size"),
@@ -324,6 +327,58 @@ def gemma4_assistant(c: HFConfig) -> ModelSpec:
     return _text_only(c, decoder, text, notes)
 
 
+def gemma4_unified_text(c: HFConfig) -> ModelSpec:
+    """A Gemma 4 Unified language model alone (`Gemma4UnifiedForCausalLM`): the unified
+    decoder of `gemma4_text_stack`."""
+    decoder = gemma4_text_stack(c, unified=True)
+    return _text_only(c, decoder, c, _notes(c, decoder))
+
+
+def _mm_embedder(name: str, width: int, hidden: int) -> list[ExtraTensor]:
+    """`Gemma4UnifiedMultimodalEmbedder`: a scale-free RMSNorm, then a projection to the
+    text width (no bias)."""
+    return linear(f"{name}.embedding_projection", hidden, width, bias=False)
+
+
+def gemma4_unified(c: HFConfig) -> ModelSpec:
+    """Gemma 4 Unified (`Gemma4UnifiedForConditionalGeneration`), encoder-free: the unified
+    decoder; with `vision_config`, `Gemma4UnifiedVisionEmbedder` in place of a vision tower
+    (LayerNorm over each raw merged patch of (patch_size × pooling_kernel_size)² × 3 pixels,
+    a Dense to `mm_embed_dim` with bias, a LayerNorm, a factorized 2-D position table of
+    `mm_posemb_size` × 2 × `mm_embed_dim`, a LayerNorm, then the multimodal embedder from
+    `output_proj_dims`); with `audio_config`, raw waveform frames of `audio_embed_dim`
+    samples through the multimodal embedder alone."""
+    _, text = sub_config(c, "text_config", "gemma4_unified_text")
+    decoder = gemma4_text_stack(text, unified=True).model_copy(
+        update={"tied_embeddings": c.flag("tie_word_embeddings")})
+    hidden = decoder.hidden_size or 0
+    notes = _notes(text, decoder)
+    encoders: list[Encoder] = []
+    if c.raw("vision_config") is not None:
+        _, v = sub_config(c, "vision_config", "gemma4_unified_vision")
+        patch, pool = v.integer("patch_size"), v.integer("pooling_kernel_size")
+        pixels, width = (patch * pool) ** 2 * 3, v.integer("mm_embed_dim")
+        tower = (norm("embed_vision.patch_ln1", pixels, bias=True)
+                 + linear("embed_vision.patch_dense", width, pixels)
+                 + norm("embed_vision.patch_ln2", width, bias=True)
+                 + [extra("embed_vision.pos_embedding", [v.integer("mm_posemb_size"), 2, width])]
+                 + norm("embed_vision.pos_norm", width, bias=True))
+        encoders.append(Encoder(
+            kind="vision", media=Media(patch_size=patch, spatial_merge_size=pool),
+            projector=tower + _mm_embedder("embed_vision.multimodal_embedder",
+                                           v.integer("output_proj_dims"), hidden)))
+    if c.raw("audio_config") is not None:
+        _, a = sub_config(c, "audio_config", "gemma4_unified_audio")
+        encoders.append(Encoder(kind="audio", projector=_mm_embedder(
+            "embed_audio", a.integer("audio_embed_dim"), hidden)))
+    if not encoders:
+        return _text_only(c, decoder, text, notes)
+    notes.append("encoder-free: images and audio are embedded by projections alone "
+                 "(no vision or audio tower)")
+    spec = vlm_model(c, decoder, encoders[0], text, notes)
+    return spec.model_copy(update={"extra_encoders": encoders[1:]})
+
+
 def _text_only(c: HFConfig, decoder: Stack, text: HFConfig, notes: list[str]) -> ModelSpec:
     from llm_inventory.spec.hf.common import decoder_model
 
@@ -345,7 +400,7 @@ def _notes(text: HFConfig, decoder: Stack, shared: bool = True) -> list[str]:
     if reading and shared:
         notes.append(f"layers {reading[0]}–{reading[-1]} store no KV: each reads the last "
                      "earlier layer's of its type")
-    if text.integer("hidden_size_per_layer_input", minimum=0):
+    if any(t.name == "embed_tokens_per_layer.weight" for t in decoder.extra):
         notes.append("per-layer embeddings counted; Google's 'effective' E2B/E4B sizes "
                      "leave them out")
     return notes

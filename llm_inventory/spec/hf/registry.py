@@ -60,6 +60,7 @@ TEXT_MODELS: dict[str, Row] = {
     "gemma3_text": ("gemma", "gemma3_text", ("Gemma3ForCausalLM",)),
     "gemma4_text": ("gemma4", "gemma4_text", ("Gemma4ForCausalLM",)),
     "gemma4_assistant": ("gemma4", "gemma4_assistant", ("Gemma4AssistantForCausalLM",)),
+    "gemma4_unified_text": ("gemma4", "gemma4_unified_text", ("Gemma4UnifiedForCausalLM",)),
     "glm": ("glm", "glm", ("GlmForCausalLM",)),
     "glm4": ("glm", "glm4", ("Glm4ForCausalLM",)),
     "glm_moe_dsa": ("deepseek", "glm_moe_dsa", ("GlmMoeDsaForCausalLM",)),
@@ -177,6 +178,7 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "kimi_k3": ("kimi_k3", "kimi_k3", ()),  # no transformers class
     "gemma3n": ("gemma3n", "gemma3n", ("Gemma3nForConditionalGeneration",)),
     "gemma4": ("gemma4", "gemma4", ("Gemma4ForConditionalGeneration",)),
+    "gemma4_unified": ("gemma4", "gemma4_unified", ("Gemma4UnifiedForConditionalGeneration",)),
     "glm5_next": ("glm5_next", "glm5_next", ("Glm5NextForConditionalGeneration",)),
     "hy_v4_vl": ("hy", "hy_v4_vl", ("HYV4VLForConditionalGeneration",)),
     "internvl": ("internvl", "internvl", ("InternVLForConditionalGeneration",)),
