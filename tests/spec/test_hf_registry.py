@@ -63,6 +63,7 @@ SUPPORTED = [
     "gemma4_assistant",
     "gemma4_text",
     "gemma4_unified",
+    "gemma4_unified_assistant",
     "gemma4_unified_text",
     "glm",
     "glm4",

@@ -297,21 +297,36 @@ def gemma4_assistant(c: HFConfig) -> ModelSpec:
     embedding by the composite's `tie_word_embeddings`; and with `use_ordered_embeddings`
     the centroid head (`Gemma4AssistantMaskedEmbedder.centroids`, hidden → `num_centroids`;
     its token ordering is a buffer)."""
-    _, text = sub_config(c, "text_config", "gemma4_text")
+    return _assistant(c, "gemma4_text", unified=False)
+
+
+def gemma4_unified_assistant(c: HFConfig) -> ModelSpec:
+    """`Gemma4UnifiedAssistantForCausalLM` (transformers 5.25
+    `models/gemma4_unified_assistant`): Gemma 4's assistant over Gemma 4 Unified's text
+    model (`gemma4_assistant`'s parts, the unified decoder)."""
+    return _assistant(c, "gemma4_unified_text", unified=True)
+
+
+def _assistant(c: HFConfig, text_type: str, *, unified: bool) -> ModelSpec:
+    """A Gemma 4 assistant over `text_type`'s decoder (see `gemma4_assistant`). Gemma 4's
+    text config must also have no per-layer inputs, MoE block or double-wide MLP
+    (`Gemma4AssistantConfig.validate_architecture`); every layer must read the target's KV,
+    which the unified class does not check but the tool models alone."""
+    _, text = sub_config(c, "text_config", text_type)
     layers = text.integer("num_hidden_layers")
     if not text.integer("num_kv_shared_layers", 0, minimum=0):
-        text = over_defaults({**text.data, "num_kv_shared_layers": layers}, "gemma4_text",
+        text = over_defaults({**text.data, "num_kv_shared_layers": layers}, text_type,
                              text.label, c.name)
-    for key, wanted in _ASSISTANT_FIXED.items():
+    for key, wanted in ({} if unified else _ASSISTANT_FIXED).items():
         value = text.flag(key) if isinstance(wanted, bool) else text.integer(key, minimum=0)
         if value != wanted:
             raise InputError(f"{text.label}: {key}", f"must be {str(wanted).lower()} in a "
                              f"Gemma 4 assistant (transformers refuses it), got {value}")
-    if text.integer("num_kv_shared_layers", minimum=0) != layers:
+    shared = text.integer("num_kv_shared_layers", minimum=0)
+    if shared != layers:
         raise InputError(f"{text.label}: num_kv_shared_layers",
-                         f"must be every layer ({layers}) in a Gemma 4 assistant, got "
-                         f"{text.integer('num_kv_shared_layers', minimum=0)}")
-    decoder = gemma4_text_stack(text)
+                         f"must be every layer ({layers}) in a Gemma 4 assistant, got {shared}")
+    decoder = gemma4_text_stack(text, unified=unified)
     hidden = decoder.hidden_size or 0
     backbone = c.integer("backbone_hidden_size")
     extras = (linear("pre_projection", hidden, 2 * backbone, bias=False)

@@ -181,6 +181,8 @@ BY_CLASS: dict[str, dict[str, str]] = {
                          "configured image side sizes no tensor"},
     "gemma4_assistant": {"centroid_intermediate_top_k": "how many centroids a draft step "
                                                        "scores: no tensor"},
+    "gemma4_unified_assistant": {"centroid_intermediate_top_k": "how many centroids a draft "
+                                                               "step scores: no tensor"},
     "hy_v4": _HY_V4, "hy_v4_vl_text": _HY_V4,
     "hy_v4_vl_vision": {"interpolate_mode": "how the learned positions are resized to an "
                         "image's grid: no tensor"},

@@ -61,6 +61,8 @@ TEXT_MODELS: dict[str, Row] = {
     "gemma4_text": ("gemma4", "gemma4_text", ("Gemma4ForCausalLM",)),
     "gemma4_assistant": ("gemma4", "gemma4_assistant", ("Gemma4AssistantForCausalLM",)),
     "gemma4_unified_text": ("gemma4", "gemma4_unified_text", ("Gemma4UnifiedForCausalLM",)),
+    "gemma4_unified_assistant": ("gemma4", "gemma4_unified_assistant",
+                                 ("Gemma4UnifiedAssistantForCausalLM",)),
     "glm": ("glm", "glm", ("GlmForCausalLM",)),
     "glm4": ("glm", "glm4", ("Glm4ForCausalLM",)),
     "glm_moe_dsa": ("deepseek", "glm_moe_dsa", ("GlmMoeDsaForCausalLM",)),
