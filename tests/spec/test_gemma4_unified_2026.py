@@ -20,6 +20,7 @@ import pytest
 from llm_inventory.engine.model_state import state_layers
 from llm_inventory.spec.hf import from_hf_config
 from llm_inventory.spec.model import ModelSpec
+from tests.conftest import Invoke
 from tests.reference import DATA, check_counts, check_reference_set
 
 ORACLE = DATA / "oracle-2026-gemma4u.json"
@@ -69,3 +70,13 @@ def test_the_drafter_caches_nothing_of_its_own(entry: dict[str, Any]) -> None:
     layers = state_layers(_spec(entry))
     assert [layer.kind for layer in layers] == ["shared"]
     assert all(layer.elements_per_token() == 0 for layer in layers)
+
+
+def test_an_image_is_budgeted_as_the_processor_caps_it(invoke: Invoke) -> None:
+    # Gemma4UnifiedImageProcessor.max_soft_tokens (280): placement needs no image size
+    entry = next(e for e in ENTRIES if e["file"] == "constructed--gemma4_unified-small-towers.json")
+    encoder = _spec(entry).encoder
+    assert encoder is not None and encoder.media.token_budget == 280
+    run = invoke("placement", str(FOLDER / entry["file"]), "-d", "h100", "-n", "1",
+                 "--format", "json")
+    assert run.code == 0 and run.json()["plans"][0]["fits"]

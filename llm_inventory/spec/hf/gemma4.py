@@ -378,8 +378,11 @@ def gemma4_unified(c: HFConfig) -> ModelSpec:
                  + norm("embed_vision.patch_ln2", width, bias=True)
                  + [extra("embed_vision.pos_embedding", [v.integer("mm_posemb_size"), 2, width])]
                  + norm("embed_vision.pos_norm", width, bias=True))
+        # the image processor's budget (Gemma4UnifiedImageProcessor.max_soft_tokens, 280)
+        budget = c.opt_integer("vision_soft_tokens_per_image") or 280
         encoders.append(Encoder(
-            kind="vision", media=Media(patch_size=patch, spatial_merge_size=pool),
+            kind="vision",
+            media=Media(patch_size=patch, spatial_merge_size=pool, token_budget=budget),
             projector=tower + _mm_embedder("embed_vision.multimodal_embedder",
                                            v.integer("output_proj_dims"), hidden)))
     if c.raw("audio_config") is not None:
