@@ -131,6 +131,7 @@ SUPPORTED = [
     "muse_spark_text",
     "nemotron-nas",
     "nemotron_h",
+    "nemotron_h_omni",
     "olmo2",
     "olmo3",
     "olmo_hybrid",

@@ -183,7 +183,19 @@ BY_CLASS: dict[str, dict[str, str]] = {
                                                        "scores: no tensor"},
     "gemma4_unified_assistant": {"centroid_intermediate_top_k": "how many centroids a draft "
                                                                "step scores: no tensor"},
-    "hy_v4": _HY_V4, "hy_v4_vl_text": _HY_V4,
+    "hy_v4": _HY_V4,
+    "nemotron_h_omni": {"video_pruning_rate": "the share of video tokens dropped at run time: "
+                                              "no tensor"},
+    "radio": {
+        "drop_path_rate": "training regularisation: no tensor",
+        "layerscale_value": "the layer scales' initial value: no tensor",
+        "norm_mean": "the input conditioner's buffer: no parameter",
+        "norm_std": "the input conditioner's buffer: no parameter",
+        "patch_dim": "RadioConfig.__post_init__ writes num_channels × patch_size², which the "
+                     "builder reads",
+        "video_patch_dim": "RadioConfig.__post_init__ writes video_temporal_patch_size × "
+                           "patch_dim, which the builder reads",
+        "summary_idxs": "a buffer of token indices: no parameter"}, "hy_v4_vl_text": _HY_V4,
     "hy_v4_vl_vision": {"interpolate_mode": "how the learned positions are resized to an "
                         "image's grid: no tensor"},
     "mistral4": _MLA, "mistral_large4_text": _MLA, "sarvam_mla": _MLA,
@@ -243,6 +255,9 @@ BY_CLASS: dict[str, dict[str, str]] = {
     "nemotron_h": {
         "attention_bias": "NemotronHAttention builds q/k/v/o without biases whatever it says "
                           "(transformers and vLLM)",
+        "mtp_layers_block_type": "the MTP layers' block pattern, read when "
+                                 "num_nextn_predict_layers asks for MTP layers; with none it "
+                                 "shapes nothing",
         "chunk_size": "the SSD scan's chunk length: compute, no tensor",
         "expand": "the mixer's width is mamba_num_heads × mamba_head_dim, which the builder "
                   "reads",

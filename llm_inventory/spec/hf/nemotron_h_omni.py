@@ -1,0 +1,95 @@
+"""Nemotron-H Omni (transformers 5.25 `models/nemotron_h_omni`): a Nemotron-H language model
+fed by a RADIO vision transformer (`models/radio`) through pixel shuffle and a two-layer
+projector; the Parakeet audio encoder its checkpoint may add is not modelled."""
+
+from __future__ import annotations
+
+from llm_inventory.errors import InputError
+from llm_inventory.spec.hf import HFConfig
+from llm_inventory.spec.hf.common import extra, linear, norm, sub_config, text_decoder, vlm_model
+from llm_inventory.spec.model import Encoder, Media, ModelSpec, Stack
+
+
+def radio_stack(v: HFConfig) -> Stack:
+    """`RadioModel`: patches projected without bias (`num_channels` × patch² wide, and a
+    second projection for `video_temporal_patch_size` frames packed together), a position
+    table of (`max_img_size` ÷ patch)² rows, `num_cls_tokens` + `num_registers` learned
+    tokens, then pre-LayerNorm blocks (q/k/v with `qkv_bias`, o with bias, a GELU MLP of
+    `mlp_ratio` × hidden with biases, or a SwiGLU of two thirds of it rounded up to 8, and a
+    learned scale after each branch), no final norm; its input normalisation and summary
+    indices are buffers."""
+    hidden, heads = v.integer("hidden_size"), v.integer("num_attention_heads")
+    layers = v.integer("num_hidden_layers")
+    swiglu = v.flag("use_swiglu_ffn")
+    wide = int(hidden * v.number("mlp_ratio"))
+    if swiglu:  # RadioSwiGLUFFN
+        wide = (int(wide * 2 / 3) + 7) // 8 * 8
+    channels, patch = v.integer("num_channels"), v.integer("patch_size")
+    pixels = channels * patch * patch
+    side = v.integer("max_img_size") // patch
+    if not side:
+        raise InputError(f"{v.label}: max_img_size", f"must be at least the patch size {patch}")
+    every = list(range(layers))
+    stem = [extra("embeddings.patch_projection.weight", [hidden, pixels], linear=True)]
+    frames = v.opt_integer("video_temporal_patch_size")
+    if frames:
+        stem.append(extra("embeddings.video_patch_projection.weight", [hidden, frames * pixels],
+                          linear=True))
+    tokens = v.integer("num_cls_tokens", minimum=0) + v.integer("num_registers", minimum=0)
+    stem += [extra("embeddings.position_embedding", [side * side, hidden])]
+    if tokens:
+        stem.append(extra("embeddings.cls_register_token", [tokens, hidden]))
+    scales = [extra("layer_scale1.lambda1", [hidden], layers=every),
+              extra("layer_scale2.lambda1", [hidden], layers=every)]
+    return Stack(layers=layers, hidden_size=hidden, heads=heads,
+                 head_dim=v.integer("head_dim", hidden // heads), intermediate_size=wide,
+                 mlp="gated" if swiglu else "plain", mlp_bias=True,
+                 qkv_bias=v.flag("qkv_bias"), o_bias=True, norm="layer", final_norm=False,
+                 vocab_size=0, lm_head=False, extra=stem + scales)
+
+
+def nemotron_h_omni(c: HFConfig) -> ModelSpec:
+    """`NemotronH_Omni_Reasoning_V3`: the Nemotron-H decoder of `text_config`; RADIO's
+    features (`vision_hidden_size` wide) pixel-shuffled by 1 ÷ `downsample_ratio` on each
+    side, then an RMSNorm, a Linear to `projector_hidden_size`, squared ReLU and a Linear to
+    the text width (no biases); a LayerNorm before the projector when the language model
+    has MTP layers (Megatron-Core builds one). An `audio_config` (Parakeet) is refused: that
+    encoder is not modelled."""
+    # released checkpoints keep the names of before the rename (the class's
+    # `_legacy_field_names`): llm_config, sound_config and vit_hidden_size (a class alias)
+    for key in ("audio_config", "sound_config"):
+        if c.raw(key) is not None:
+            raise InputError(f"{c.label}: {key}", "the Parakeet audio encoder of Nemotron-H "
+                             f"Omni is not modelled; leave {key} out to plan the text and "
+                             "vision parts")
+    decoder, text = text_decoder(c, "llm_config" if c.has("llm_config")
+                                 and not c.has("text_config") else "text_config")
+    _, v = sub_config(c, "vision_config", "radio")
+    frames = c.integer("video_temporal_patch_size")
+    if v.opt_integer("video_temporal_patch_size") != frames:
+        raise InputError(f"{c.label}: vision_config: video_temporal_patch_size",
+                         f"must equal video_temporal_patch_size ({frames}), as transformers "
+                         "requires")
+    tower = radio_stack(v)
+    width = c.integer("vision_hidden_size")
+    ratio = c.number("downsample_ratio")
+    if not 0 < ratio <= 1 or (1 / ratio) != int(1 / ratio):
+        raise InputError(f"{c.label}: downsample_ratio",
+                         f"must be 1 over a whole number, got {ratio}")
+    merge = int(1 / ratio)
+    shuffled = width * merge * merge
+    projector = []
+    if text.integer("num_nextn_predict_layers", 0, minimum=0):
+        projector += norm("vision_final_layernorm", width, bias=True)
+    projector += (norm("multi_modal_projector.layer_norm", shuffled, bias=False)
+                  + linear("multi_modal_projector.linear_1", c.integer("projector_hidden_size"),
+                           shuffled, bias=False)
+                  + linear("multi_modal_projector.linear_2", decoder.hidden_size or 0,
+                           c.integer("projector_hidden_size"), bias=False))
+    configured = v.integer("image_size")
+    side = c.opt_integer("force_image_size") or configured
+    encoder = Encoder(kind="vision", stack=tower, projector=projector, media=Media(
+        image_size=side, patch_size=v.integer("patch_size"), spatial_merge_size=merge))
+    notes = ["image tokens: one image of the configured side; the processor's dynamic tiling "
+             "is not modelled (an estimate of the encoder budget)"]
+    return vlm_model(c, decoder, encoder, text, notes)
