@@ -186,6 +186,14 @@ BY_CLASS: dict[str, dict[str, str]] = {
     "hy_v4": _HY_V4,
     "nemotron_h_omni": {"video_pruning_rate": "the share of video tokens dropped at run time: "
                                               "no tensor"},
+    "parakeet_encoder": {
+        "sampling_rate": "the audio's sample rate: no tensor",
+        "max_position_embeddings": "the sinusoidal relative positions' length: no parameter",
+        "scale_input": "multiplies the input by √hidden: no tensor",
+        "hidden_act": "an activation: no tensor",
+        "dropout_positions": "training regularisation: no tensor",
+        "layerdrop": "training regularisation: no tensor",
+        "activation_dropout": "training regularisation: no tensor"},
     "radio": {
         "drop_path_rate": "training regularisation: no tensor",
         "layerscale_value": "the layer scales' initial value: no tensor",

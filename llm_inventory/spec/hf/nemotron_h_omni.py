@@ -1,12 +1,21 @@
 """Nemotron-H Omni (transformers 5.25 `models/nemotron_h_omni`): a Nemotron-H language model
 fed by a RADIO vision transformer (`models/radio`) through pixel shuffle and a two-layer
-projector; the Parakeet audio encoder its checkpoint may add is not modelled."""
+projector, and by a Parakeet audio encoder (`models/parakeet`) when the file has one."""
 
 from __future__ import annotations
 
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
-from llm_inventory.spec.hf.common import extra, linear, norm, sub_config, text_decoder, vlm_model
+from llm_inventory.spec.hf.common import (
+    extra,
+    linear,
+    norm,
+    over_defaults,
+    sub_config,
+    text_decoder,
+    vlm_model,
+)
+from llm_inventory.spec.hf.parakeet import parakeet_encoder
 from llm_inventory.spec.model import Encoder, Media, ModelSpec, Stack
 
 
@@ -53,15 +62,9 @@ def nemotron_h_omni(c: HFConfig) -> ModelSpec:
     features (`vision_hidden_size` wide) pixel-shuffled by 1 ÷ `downsample_ratio` on each
     side, then an RMSNorm, a Linear to `projector_hidden_size`, squared ReLU and a Linear to
     the text width (no biases); a LayerNorm before the projector when the language model
-    has MTP layers (Megatron-Core builds one). An `audio_config` (Parakeet) is refused: that
-    encoder is not modelled."""
+    has MTP layers (Megatron-Core builds one); and the audio encoder of `_audio`."""
     # released checkpoints keep the names of before the rename (the class's
     # `_legacy_field_names`): llm_config, sound_config and vit_hidden_size (a class alias)
-    for key in ("audio_config", "sound_config"):
-        if c.raw(key) is not None:
-            raise InputError(f"{c.label}: {key}", "the Parakeet audio encoder of Nemotron-H "
-                             f"Omni is not modelled; leave {key} out to plan the text and "
-                             "vision parts")
     decoder, text = text_decoder(c, "llm_config" if c.has("llm_config")
                                  and not c.has("text_config") else "text_config")
     _, v = sub_config(c, "vision_config", "radio")
@@ -92,4 +95,27 @@ def nemotron_h_omni(c: HFConfig) -> ModelSpec:
         image_size=side, patch_size=v.integer("patch_size"), spatial_merge_size=merge))
     notes = ["image tokens: one image of the configured side; the processor's dynamic tiling "
              "is not modelled (an estimate of the encoder budget)"]
-    return vlm_model(c, decoder, encoder, text, notes)
+    spec = vlm_model(c, decoder, encoder, text, notes)
+    audio = _audio(c, decoder.hidden_size or 0)
+    return spec if audio is None else spec.model_copy(update={"extra_encoders": [audio]})
+
+
+def _audio(c: HFConfig, hidden: int) -> Encoder | None:
+    """The Parakeet encoder of `audio_config` (`sound_config` in released files) and its
+    projector (RMSNorm, Linear to `projection_hidden_size`, squared ReLU, Linear to the text
+    width, biases as `projection_bias`). `attention_bias` and `scale_input` default to
+    false here, as the composite's `__post_init__` supplies them, not to the encoder class's
+    true."""
+    key = next((k for k in ("audio_config", "sound_config") if c.raw(k) is not None), None)
+    if key is None:
+        return None
+    raw = dict(c.sub(key).data)
+    raw.pop("model_type", None)  # released files say "parakeet", which names no config class
+    a = over_defaults({"attention_bias": False, "scale_input": False, **raw},
+                      "parakeet_encoder", f"{c.label}: {key}", c.name)
+    width, inner = a.integer("hidden_size"), a.integer("projection_hidden_size")
+    bias = a.flag("projection_bias")
+    projector = (norm("embed_audio.layer_norm", width, bias=False)
+                 + linear("embed_audio.linear_1", inner, width, bias=bias)
+                 + linear("embed_audio.linear_2", hidden, inner, bias=bias))
+    return Encoder(kind="audio", stack=parakeet_encoder(a), projector=projector)
