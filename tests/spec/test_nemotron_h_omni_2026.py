@@ -75,3 +75,17 @@ def test_the_towers_video_packing_must_match_the_composites() -> None:
 def test_a_plan_is_sized(invoke: Invoke) -> None:
     run = invoke("placement", str(SMALL), "-d", "h100", "-n", "1", "--format", "json")
     assert run.code == 0 and run.json()["plans"][0]["fits"]
+
+
+@pytest.mark.parametrize(("where", "key", "value"), [
+    ("vision_config", "mlp_ratio", -1), ("vision_config", "max_img_size", 1),
+    ("sound_config", "num_mel_bins", 2),
+    (None, "downsample_ratio", 0.3),
+])
+def test_a_shape_transformers_cannot_build_is_refused_naming_the_key(
+        where: str | None, key: str, value: object) -> None:
+    raw = json.loads((FOLDER / next(e["file"] for e in ENTRIES
+                                    if "released-sound" in e["file"])).read_text())
+    (raw if where is None else raw[where])[key] = value
+    with pytest.raises(InputError, match=key):
+        from_hf_config(raw, "config.json")

@@ -31,6 +31,9 @@ def radio_stack(v: HFConfig) -> Stack:
     layers = v.integer("num_hidden_layers")
     swiglu = v.flag("use_swiglu_ffn")
     wide = int(hidden * v.number("mlp_ratio"))
+    if wide <= 0:
+        raise InputError(f"{v.label}: mlp_ratio", "must give the MLP at least one unit, got "
+                         f"{v.number('mlp_ratio')}")
     if swiglu:  # RadioSwiGLUFFN
         wide = (int(wide * 2 / 3) + 7) // 8 * 8
     channels, patch = v.integer("num_channels"), v.integer("patch_size")

@@ -28,10 +28,7 @@ def parakeet_encoder(a: HFConfig) -> Stack:
     channels = a.integer("subsampling_conv_channels")
     stem_kernel, stride = (a.integer("subsampling_conv_kernel_size"),
                            a.integer("subsampling_conv_stride"))
-    stages = int(math.log2(factor))
-    if 2 ** stages != factor:
-        raise InputError(f"{a.label}: subsampling_factor",
-                         f"must be a power of two, got {factor}")
+    stages = int(math.log2(factor))  # as ParakeetEncoderSubsamplingConv2D counts them
     left = a.integer("num_mel_bins") // stride ** stages
     if not left:
         raise InputError(f"{a.label}: num_mel_bins", f"must leave a bin after {stages} "
