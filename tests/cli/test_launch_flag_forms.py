@@ -52,7 +52,8 @@ def test_untaken_flags_move_with_the_text_they_were_written_as() -> None:
     moved = without_untaken(command, v0)
     assert "enforce_eager" not in moved.flags and "kv_cache_memory" not in moved.flags
     assert moved.flags.get("enable_prefix_caching") is False  # V0 reads it (and ignores it)
-    assert "--enforce-eager" in moved.ignored and "--kv-cache-memory-bytes 8589934592" in moved.ignored
+    assert "--enforce-eager" in moved.ignored
+    assert "--kv-cache-memory-bytes 8589934592" in moved.ignored
     assert without_untaken(moved, v0) == moved
     # an era that models every flag read leaves the command as it is
     v21 = get("vllm@0.21")
