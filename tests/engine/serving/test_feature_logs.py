@@ -1,8 +1,8 @@
 """Replays of start-ups that ran with a serving feature on — speculative decoding, LoRA, the
 vision encoder's budget, KV kept off the GPU — (engine-logs-features/records.json; its README
-lists each source and what each replay checks). Every record is replayed as far as what it quotes allows, or listed
-in NOT_REPLAYED with the reason; each says whether it chose or tuned a rule (`in-sample`) or
-was only checked against one (`held-out`).
+lists each source and what each replay checks). Every record is replayed as far as what it
+quotes allows, or listed in NOT_REPLAYED with the reason; each says whether it chose or tuned
+a rule (`in-sample`) or was only checked against one (`held-out`).
 
 The pool replays cut the printed KV memory into blocks by the era's rules; the figures they
 check are the engine's own rules (labelled `exact` and `engine rule`), so the band they are
