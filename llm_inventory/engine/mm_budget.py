@@ -26,6 +26,16 @@ of width H (`ServerArgs.adjust_mem_fraction_for_vlm`, python/sglang/srt/server_a
 Only images are modelled: the item is the image that yields the most tokens (Qwen-VL's
 processors: `max_pixels` ÷ (patch × merge)², 16,384 tokens at the checkpoints' 12,845,056 /
 16,777,216 px; fixed-size encoders: their one size).
+
+Not modelled: from 0.10.1 (vllm#21798) until the budget counted embeddings only (vllm#30475,
+December 2025), vLLM sized an item by its whole placeholder in the prompt
+(`MultiModalProfiler.get_mm_max_contiguous_tokens`, vllm/multimodal/profiling.py), text
+tokens around and between the features included. Gemma 3 wraps each image's 256 features
+in a double newline and <start_of_image> before, <end_of_image> and a double newline after
+(`Gemma3ProcessingInfo.get_image_repl`, vllm/model_executor/models/gemma3_mm.py; a double
+newline is one token): 260 tokens, so a budget of 8,192 tokens profiles 31 images there,
+not 32. Qwen3-VL's videos count the timestamp text between their frames. Models whose
+placeholder is the features alone (Qwen-VL's images, LLaVA's) are the same either way.
 """
 
 from __future__ import annotations
