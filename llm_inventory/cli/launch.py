@@ -132,7 +132,7 @@ def launch(
     """
     from llm_inventory.cli.profile_store import local_entries
     from llm_inventory.engine.calibrate import applied, calibrated_trust
-    from llm_inventory.engine.launch import match_program, predict_launch
+    from llm_inventory.engine.launch import match_program, predict_launch, without_untaken
     from llm_inventory.engine.serving import get
     from llm_inventory.errors import InputError
     from llm_inventory.render.output import emit, warn
@@ -157,6 +157,7 @@ def launch(
     parsed = _sized_adapters(parsed, era)
     version = engine_version or parsed.version
     engine = get(f"{era.name}@{version}", "engine_version") if version else era
+    parsed = without_untaken(parsed, engine)
     spec = resolve_model(parsed.model)
     entries = [] if no_local_calibration else local_entries(
         profile, engine, chosen, spec.name, parsed.tp)

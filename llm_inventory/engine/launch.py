@@ -62,6 +62,37 @@ def match_program(argv: list[str]) -> tuple[ServingEngine, list[str]]:
     return best[1], argv[best[0]:]
 
 
+def _option_of(flag: str, written: list[str]) -> str | None:
+    """The entry of `written` (a command line's flags as read) that set the engine flag
+    `flag`: its option, snake-cased, names it (--enforce-eager → enforce_eager,
+    --no-enable-prefix-caching, --max-model-len auto, --kv-cache-memory-bytes)."""
+    for text in written:
+        option = text.split()[0].split("=")[0].lstrip("-").replace("-", "_")
+        if option and (option == flag or option.endswith(flag) or flag.startswith(option)
+                       or option.startswith(flag)):
+            return text
+    return None
+
+
+def without_untaken(command: LaunchCommand, engine: ServingEngine) -> LaunchCommand:
+    """`command` with the engine flags `engine`'s era does not model moved to `ignored`
+    (listed, never refused: one era of an engine models a flag its reader knows that
+    another does not)."""
+    dropped = [name for name in command.flags if not engine.takes_launch_flag(name)]
+    if not dropped:
+        return command
+    understood = list(command.understood)
+    ignored = list(command.ignored)
+    for name in dropped:
+        text = _option_of(name, understood)
+        if text is not None:
+            understood.remove(text)
+        ignored.append(text or name)
+    flags = {k: v for k, v in command.flags.items() if k not in dropped}
+    return command.model_copy(update={"flags": flags, "understood": understood,
+                                      "ignored": ignored})
+
+
 class LaunchResult(BaseModel):
     """What a launch command asks for and what its engine will print at start-up."""
 
@@ -89,6 +120,7 @@ def predict_launch(spec: ModelSpec, command: LaunchCommand, engine: ServingEngin
                    speculative: Speculative | None = None) -> LaunchResult:
     """Placement for the split and settings `command` pins, as `engine` accounts for it;
     `speculative` is the command's with its draft loaded (None: the command's as read)."""
+    command = without_untaken(command, engine)
     if count:
         command = engine.on_devices(command, count)
     devices = count or command.tp * command.pp * command.dp

@@ -6,8 +6,11 @@ vLLM (V1) sizes an encoder cache and profiles the encoder before it sizes its KV
 - T = the most feature tokens one item yields (the processor's largest input);
 - the encoder's compute budget and the cache both hold max(max_num_batched_tokens, T) tokens
   (unless set apart: `max_num_batched_encoder_embeds`, `encoder_cache_size`);
-- the profiling run encodes M = max(1, min(limit per prompt × max_num_seqs, budget ÷ T))
-  items of T tokens and keeps their outputs (M × T × the language model's hidden width in
+- the profiling run encodes M = max(1, min(budget ÷ T, max_num_seqs × P)) items of T
+  tokens, P = max(1, min(limit per prompt, max_model_len ÷ T)) the items one prompt can
+  hold (`MultiModalBudget.get_max_items`, vllm/v1/worker/utils.py; later
+  `MultiModalBudget._get_max_items`, vllm/multimodal/encoder_budget.py), and keeps their
+  outputs (M × T × the language model's hidden width in
   the activation dtype) in the encoder cache while the language model's profiling forward
   runs, so the torch peak it subtracts before the KV pool is at least those outputs plus
   the forward's peak, and at least the encoder's own activations; it logs "Encoder cache
@@ -23,6 +26,16 @@ of width H (`ServerArgs.adjust_mem_fraction_for_vlm`, python/sglang/srt/server_a
 Only images are modelled: the item is the image that yields the most tokens (Qwen-VL's
 processors: `max_pixels` ÷ (patch × merge)², 16,384 tokens at the checkpoints' 12,845,056 /
 16,777,216 px; fixed-size encoders: their one size).
+
+Not modelled: from 0.10.1 (vllm#21798) until the budget counted embeddings only (vllm#30475,
+December 2025), vLLM sized an item by its whole placeholder in the prompt
+(`MultiModalProfiler.get_mm_max_contiguous_tokens`, vllm/multimodal/profiling.py), text
+tokens around and between the features included. Gemma 3 wraps each image's 256 features
+in a double newline and <start_of_image> before, <end_of_image> and a double newline after
+(`Gemma3ProcessingInfo.get_image_repl`, vllm/model_executor/models/gemma3_mm.py; a double
+newline is one token): 260 tokens, so a budget of 8,192 tokens profiles 31 images there,
+not 32. Qwen3-VL's videos count the timestamp text between their frames. Models whose
+placeholder is the features alone (Qwen-VL's images, LLaVA's) are the same either way.
 """
 
 from __future__ import annotations
@@ -162,7 +175,8 @@ def vision_factor(encoder: Encoder, model_type: str | None = None,
 
 def mm_budget(spec: ModelSpec, request: MultimodalRequest, rule: MmRule, *,
               max_num_batched_tokens: int, max_num_seqs: int, tp: int,
-              activation: str, forward_peak: int) -> MmFigures | None:
+              activation: str, forward_peak: int,
+              max_model_len: int | None = None) -> MmFigures | None:
     """What the engine reserves for `spec`'s vision encoder (None: nothing — no vision
     encoder, or images switched off)."""
     encoder = spec.encoder
@@ -180,7 +194,9 @@ def mm_budget(spec: ModelSpec, request: MultimodalRequest, rule: MmRule, *,
                          profile_bytes=0, fraction_factor=vision_factor(encoder),
                          source=rule.source)
     budget = max(max_num_batched_tokens, tokens)
-    items = max(1, min(limit * max_num_seqs, budget // tokens))
+    per_prompt = limit if max_model_len is None else max(1, min(limit,
+                                                                max_model_len // tokens))
+    items = max(1, min(per_prompt * max_num_seqs, budget // tokens))
     per_token = (hidden or 0) * act
     cache = budget * per_token
     profile = 0

@@ -139,3 +139,22 @@ def test_text_models_ignore_the_budget() -> None:
         limit_per_prompt={"image": 4}))
     assert found.plans[0].per_device is not None
     assert found.plans[0].per_device.multimodal is None
+
+
+@pytest.mark.parametrize(("context", "seqs", "items"), [
+    # 1,024 ÷ 576: one image fits a prompt, one sequence: one item, not 8,192 ÷ 576 = 14
+    (1024, 1, 1),
+    # 4,096 ÷ 576 = 7 images a prompt, one sequence: 7
+    (4096, 1, 7),
+    # two sequences of 7 would be 14; the budget's 14 binds
+    (4096, 2, 14),
+])
+def test_the_items_one_prompt_holds_bound_the_profiled_items(context: int, seqs: int,
+                                                             items: int) -> None:
+    """vLLM profiles at most max_num_seqs × max(1, min(limit, max_model_len ÷ T)) items
+    (`MultiModalBudget.get_max_items`, vllm/v1/worker/utils.py): a context shorter than
+    the budget's items bounds them."""
+    mm = _place("llava-1.5-7b", context=context, max_num_seqs=seqs).plans[0].per_device
+    assert mm is not None and mm.multimodal is not None
+    assert (mm.multimodal.tokens_per_item, mm.multimodal.encoder_budget_tokens) == (576, 8192)
+    assert mm.multimodal.profiled_items == items

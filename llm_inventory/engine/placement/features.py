@@ -150,7 +150,8 @@ def mm_figures(facts: ModelFacts, tp: int, forward_peak: int) -> MmFigures | Non
             facts.spec, facts.request.multimodal or MultimodalRequest(), facts.mm_rule,
             max_num_batched_tokens=facts.settings.max_num_batched_tokens,
             max_num_seqs=facts.settings.max_num_seqs, tp=tp,
-            activation=activation_dtype(facts.spec), forward_peak=forward_peak)
+            activation=activation_dtype(facts.spec), forward_peak=forward_peak,
+            max_model_len=facts.settings.max_model_len)
     return facts._mm[key]
 
 

@@ -471,6 +471,13 @@ class ServingEngine(ABC):
 
         raise InputError("launch", f"{self.label} command lines are not read yet")
 
+    def takes_launch_flag(self, name: str) -> bool:
+        """Whether this era models the engine flag `name` that its command-line reader
+        read (True unless the era says otherwise). A flag one era of an engine models and
+        another does not (vLLM's enforce_eager before 0.21) is then listed as ignored by
+        `inventory launch` rather than refused."""
+        return True
+
     def options_file(self, command: LaunchCommand) -> str | None:
         """The file of further options the command line names, which the engine reads at
         start-up (TensorRT-LLM's `--extra_llm_api_options`; None: it names none). The

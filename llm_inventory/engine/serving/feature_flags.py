@@ -84,7 +84,17 @@ class FeatureReader:
     _multi: str | None = None  # the several-valued flag the next bare words belong to
 
     def takes(self, name: str) -> bool:
-        return name in self.table.names
+        return name in self.table.names or self._dotted(name) is not None
+
+    def _dotted(self, name: str) -> tuple[str, str] | None:
+        """(flag, key) of a dict flag given one key at a time, as vLLM's argument parser
+        takes them (`--limit-mm-per-prompt.image 1`, `--mm-processor-kwargs.max_pixels N`:
+        `FlexibleArgumentParser`, vllm/utils/argparse_utils.py); None otherwise."""
+        t = self.table
+        for flag in (t.limit_mm, t.mm_kwargs):
+            if flag and name.startswith(flag + ".") and len(name) > len(flag) + 1:
+                return flag, name[len(flag) + 1:].replace("-", "_")
+        return None
 
     def take_word(self, word: str) -> bool:
         """A bare word after a several-valued flag (`--lora-modules a=x b=y`): True when
@@ -98,6 +108,21 @@ class FeatureReader:
     def take(self, name: str, value: str | None) -> bool:
         """Read one flag (`value` None for a switch); False when it is none of these."""
         t = self.table
+        dotted = self._dotted(name)
+        if dotted is not None:
+            self._multi = None
+            self.texts.append(name if value is None else f"{name} {value}")
+            if value is None:
+                raise InputError(name, "is missing its value")
+            flag, key = dotted
+            if flag == t.limit_mm:
+                current = self.mm.get("limit_per_prompt")
+                limits: dict[str, int] = dict(current) if isinstance(current, dict) else {}
+                limits.update(parse_limits(f"{key}={value}"))
+                self.mm["limit_per_prompt"] = limits
+            elif key == "max_pixels":
+                self.mm.update(_mm_kwargs(json.dumps({"max_pixels": value})))
+            return True
         if name not in t.names:
             self._multi = None
             return False

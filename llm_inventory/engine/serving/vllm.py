@@ -235,6 +235,11 @@ class VllmV1(ServingEngine):
     engine_flags: ClassVar[tuple[str, ...]] = ("enable_prefix_caching",)
     default_utilization: ClassVar[float] = 0.90
 
+    def takes_launch_flag(self, name: str) -> bool:
+        """The engine flags this era's `settings` takes (the rest of a command line's are
+        not modelled here: listed as ignored)."""
+        return name in self.engine_flags or name == KV_CACHE_MEMORY
+
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         unknown = sorted(set(asked.flags) - set(self.engine_flags) - {KV_CACHE_MEMORY})
         if unknown:

@@ -230,6 +230,10 @@ class VllmV0(VllmV1):
             return "CUDA"
         return "cuda"
 
+    def takes_launch_flag(self, name: str) -> bool:
+        """V0 reads swap_space; prefix caching leaves its blocks as they are."""
+        return name in ("swap_space", "enable_prefix_caching")
+
     def settings(self, device: Device, asked: LaunchSettings) -> EngineSettings:
         flags = dict(asked.flags)
         # Prefix caching leaves V0's blocks as they are (its Mamba state is kept outside them).
