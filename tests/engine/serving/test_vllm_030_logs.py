@@ -1,7 +1,8 @@
 """vLLM 0.29-0.31 start-ups replayed from the device (engine-logs-2026/records.json N09-N15):
 the paging of each printed pool, the budget identity vLLM prints, and the KV pool the tool
 predicts from the launch alone against the one vLLM printed. None of these records chose a
-rule or a constant."""
+rule or a constant; their errors measure the reserve of the eras that profile CUDA graphs
+(`reserve_group` "vllm-graphs", `tests/reserve_records.py`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from llm_inventory.engine import serving
 from llm_inventory.engine.placement import PlacementRequest, Plan, plan_placement
+from llm_inventory.engine.serving.bands import reserve_trust
 from llm_inventory.spec.devices import Device, custom_device, resolve_device
 from llm_inventory.spec.hf import from_hf_config
 from llm_inventory.spec.model import ModelSpec
@@ -113,10 +115,13 @@ def test_vllm_s_budget_balances_with_the_graph_estimate_inside_the_peak(key: str
 
 @pytest.mark.parametrize("key", FROM_DEVICE)
 def test_the_pool_replayed_from_the_launch(key: str) -> None:
-    """The pool the tool predicts from the launch alone, against the printed one."""
+    """The pool the tool predicts from the launch alone, against the printed one; the error
+    lies within the band the tool now quotes for that engine and card (`reserve_trust`)."""
     printed = records()[key]["figures"]["kv_pool_gib"] * GIB
     error = predicted_pool(key) / printed - 1
     assert error == pytest.approx(ERRORS[key], abs=5e-4)
+    trust = reserve_trust(serving.get(records()[key]["era"]), device(key))
+    assert trust.band is not None and abs(error) <= trust.band + 1e-4
 
 
 def test_a_cold_compile_costs_the_pool_what_the_release_is_blamed_for() -> None:
