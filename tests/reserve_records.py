@@ -185,9 +185,32 @@ def _llamacpp() -> list[Point]:
     return points
 
 
+def _vllm_graphs() -> list[Point]:
+    """vLLM 0.29-0.31 start-ups replayed from their launch (engine-logs-2026 N09-N15)."""
+    from llm_inventory.engine.serving.bands import family
+    from tests.engine.serving.test_vllm_030_logs import (
+        DEVICE_NAMES,
+        FROM_DEVICE,
+        device,
+        predicted_pool,
+        records,
+    )
+
+    points = []
+    for key in FROM_DEVICE:
+        record = records()[key]
+        release = record["era"].split("@")[1]
+        points.append(_point(key, record["era"], release, DEVICE_NAMES[key],
+                             family(device(key)), predicted_pool(key),
+                             record["figures"]["kv_pool_gib"] * GIB, False,
+                             "a public start-up log; no rule or constant was chosen on it"))
+    return points
+
+
 @cache
 def points() -> tuple[Point, ...]:
-    return (*_vllm_019(), *_vllm_v0(), *_sglang(), *_trtllm(), *_llamacpp())
+    return (*_vllm_019(), *_vllm_graphs(), *_vllm_v0(), *_sglang(), *_trtllm(),
+            *_llamacpp())
 
 
 def p90(errors: list[float]) -> float:

@@ -81,6 +81,13 @@ BANDS: dict[str, ReserveBand] = {
         eras=('vllm',),
         releases=('0.19.0',),
     ),
+    'vllm-graphs': ReserveBand(
+        band=0.3709, errors=7, records=7, in_sample=0, figure='KV pool',
+        families=('nvidia 12.0', 'nvidia 8.0', 'nvidia 8.9'),
+        devices=('A100 80GB PCIe', 'RTX 4070 Laptop', 'RTX 5060 Ti 16GB'),
+        eras=('vllm_v29', 'vllm_v30'),
+        releases=('0.29.0', '0.30.0', '0.31.0'),
+    ),
     'vllm-v0': ReserveBand(
         band=0.1766, errors=6, records=6, in_sample=4, figure='KV pool',
         families=('nvidia 8.0', 'nvidia 8.6', 'nvidia 8.9', 'nvidia 9.0'),

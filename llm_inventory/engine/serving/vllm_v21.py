@@ -62,6 +62,9 @@ class VllmV21(VllmV1):
     version = "0.21"
     label = "vLLM 0.21"
     memory_error_names_device = True  # vllm/v1/worker/utils.py request_memory
+    # A reserve model of its own: 0.19's constants plus the CUDA-graph estimate, its band
+    # measured on start-ups of the releases that subtract it (engine/serving/bands.py).
+    reserve_group = "vllm-graphs"
     calibrated_on = ("vLLM 0.19 start-ups, the CUDA-graph memory on the estimates they "
                      "printed")
     summary = ("KV pool = total × gpu_memory_utilization − weights − non-torch memory − "

@@ -12,9 +12,9 @@ The change, from vLLM's source and the reports that traced it:
 - "Dense" here: no routed experts and no fixed-size (Mamba, linear-attention) state; MoE
   and hybrid models stay on the V1 runner and its estimate (`vllm_v21.py`).
 - From 0.26 the V2 runner profiles its graphs again (`vllm_v26.py`).
-The reserve is the 0.19 model's, its band extrapolated (`engine/serving/bands.py`): no
-start-up of this era with its weights, reserve and pool all printed and a known config was found to
-measure it on (tests/engine/serving/test_engine_logs_2026.py replays what was found).
+The reserve is the 0.19 model's with the graph estimate (`vllm_v21.py`, reserve group
+"vllm-graphs"); no start-up of this era with its weights, reserve and pool all printed and a
+known config was found, so its band is the group's, extrapolated (`engine/serving/bands.py`).
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@
   `Worker.determine_available_memory`, vllm/v1/worker/gpu_worker.py; vllm#44825 moved the
   profiler to `torch.accelerator.get_memory_info`, reliable on ROCm): an AMD GPU's pool loses
   the graph estimate as a CUDA GPU's does (up to 0.25 it lost none).
-The reserve is the 0.19 model's, its band extrapolated (`engine/serving/bands.py`): no
-start-up of this era with its weights, reserve and pool all printed and a known config was found to
-measure it on (tests/engine/serving/test_engine_logs_2026.py replays what was found).
+The reserve is the 0.19 model's with the graph estimate (`vllm_v21.py`, reserve group
+"vllm-graphs"); no start-up of this era with its weights, reserve and pool all printed and a
+known config was found, so its band is the group's, extrapolated (`engine/serving/bands.py`).
 """
 
 from __future__ import annotations

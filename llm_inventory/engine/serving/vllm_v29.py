@@ -25,8 +25,9 @@ the 0.28 module's (`vllm_v28.py`):
   strides, `get_kv_cache_config_from_groups`) cuts ⌊memory ÷ Σ page bytes of the largest
   group⌋ blocks (`_get_kv_cache_bytes_per_block`), which for pages of one size is 0.28's
   ⌊⌊memory ÷ page⌋ ÷ group size⌋: the block count is unchanged.
-The reserve is the 0.19 model's (`vllm_v21.py`); no 0.29 start-up with a known config and
-every figure printed was found to measure it on.
+The reserve is the 0.19 model's with the graph estimate (`vllm_v21.py`); one 0.29.0 start-up
+replayed from its launch (engine-logs-2026 N11, RTX 5060 Ti, a cold compile) misses its pool
+by +37 % and enters the group's band (tests/engine/serving/test_vllm_030_logs.py).
 """
 
 from __future__ import annotations

@@ -27,7 +27,12 @@ Rules that changed in 0.30, from vLLM's source in the v0.30.0 release; the rest 
   size`, vllm/v1/attention/backends/mla/flashmla_sparse.py, v0.32.0): 2.25 GiB rather than
   5.6 GiB at 1M tokens. No era here counts that workspace; at long contexts a DeepSeek-V3.2
   pool is overstated by it.
-The reserve is the 0.19 model's (`vllm_v21.py`).
+The reserve is the 0.19 model's with the graph estimate (`vllm_v21.py`). Six 0.30.0 and
+0.31.0 start-ups replayed from their launch (engine-logs-2026 N09, N10, N12-N15; tests/engine/
+serving/test_vllm_030_logs.py) miss their pools by −27 % to +12 %: +0.4 % on an A100, the
+rest on 8 and 16 GB cards, where a cached or a cold torch.compile moves the printed pool by
+1.26 GiB at the same settings and the graph estimate is twice what Model Runner V2 printed.
+They are the reserve group's band (`engine/serving/bands.py`).
 """
 
 from __future__ import annotations

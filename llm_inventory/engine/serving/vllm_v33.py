@@ -13,7 +13,8 @@ Every release past 0.33 is answered by this era with a warning: 0.34 (not modell
 the default gpu_memory_utilization anew (`CacheConfig.resolved_gpu_memory_utilization`: 1.0
 with an extensible KV cache), moves graph profiling into the runner and raises the default
 block to 64 tokens (`CacheConfig.DEFAULT_BLOCK_SIZE`).
-The reserve is the 0.19 model's (`vllm_v21.py`).
+The reserve is the 0.19 model's with the graph estimate (`vllm_v21.py`); no 0.33 start-up
+was found, so its band is the group's, extrapolated (`engine/serving/bands.py`).
 """
 
 from __future__ import annotations

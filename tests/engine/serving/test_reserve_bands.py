@@ -21,7 +21,10 @@ H100 = resolve_device("h100-sxm")
 
 
 def _held_out() -> list[dict[str, Any]]:
-    return list(json.loads((DATA / "engine-logs-heldout" / "heldout.json").read_text()))
+    """The held-out folder's records and the 2026 records marked held out."""
+    newer = json.loads((DATA / "engine-logs-2026" / "records.json").read_text())
+    return [*json.loads((DATA / "engine-logs-heldout" / "heldout.json").read_text()),
+            *(r for r in newer if r["use"] == "held-out")]
 
 
 def test_the_shipped_bands_are_the_computed_ones() -> None:
@@ -51,8 +54,9 @@ def test_leave_one_out_refits_the_offset_on_the_others() -> None:
 
 def test_held_out_records_come_from_the_held_out_folder_alone() -> None:
     """A record counted as it is (held out) must be one no rule was chosen on: only the
-    held-out folder's records qualify, and that folder keeps no record that chose a rule
-    (those live in engine-logs/rule-records.json)."""
+    held-out folder's records and the 2026 records marked held out qualify, and the
+    held-out folder keeps no record that chose a rule (those live in
+    engine-logs/rule-records.json)."""
     held = {r["id"] for r in _held_out()}
     for p in points():
         assert p.why
@@ -66,7 +70,12 @@ def test_held_out_records_come_from_the_held_out_folder_alone() -> None:
 @pytest.mark.parametrize(("engine", "device", "extrapolated"), [
     ("vllm@0.19", "h100-sxm", False),
     ("vllm@0.19", "l40s", True),  # another GPU family
-    ("vllm", "h100-sxm", True),  # 0.21+: no start-up of that era
+    ("vllm", "h100-sxm", True),  # 0.33: no start-up of that era
+    ("vllm@0.30", "rtx-5090", False),  # the 0.30 era, on Blackwell consumer cards
+    ("vllm@0.31.0", "a100-80gb", False),
+    ("vllm@0.30", "h100-sxm", True),  # no start-up on Hopper since 0.21
+    ("vllm@0.32", "rtx-5090", True),  # the era, but no start-up of 0.32
+    ("vllm@0.26", "rtx-5090", True),  # the graph-profiling reserve, not that era
     ("vllm@0.12", "h100-sxm", True),  # the 0.19 era, but no start-up of 0.12
     ("vllm@0.19.1", "h100-sxm", False),
     ("vllm@0.7.2", "l40s", False),
