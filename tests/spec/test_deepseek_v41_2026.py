@@ -1,4 +1,4 @@
-"""DeepSeek-V4.1 (deepseek_v41_text), held to what transformers main builds.
+"""DeepSeek-V4.1 (deepseek_v41, deepseek_v41_text), held to what transformers main builds.
 
 tests/data/oracle-2026-deepseek-v41.json holds the figures `tools/deepseek_v41_reference.py`
 read from transformers main's deepseek_v41 classes (commit 0a2080b4, loaded into
@@ -29,7 +29,8 @@ from tests.reference import DATA, check_reference_set
 
 ORACLE = DATA / "oracle-2026-deepseek-v41.json"
 FOLDER = DATA / "configs-2026-deepseek-v41"
-TYPES = {"deepseek_v41_text"}
+TYPES = {"deepseek_v41", "deepseek_v41_text"}
+FLASH = "sfxnz--TensorFold--DeepSeek-V4.1-Flash--without-quantization.json"
 ENTRIES: list[dict[str, Any]] = list(json.loads(ORACLE.read_text()))
 COMMIT = "0a2080b43eb64e6d448186a4f3f0bc9c618f4797"
 
@@ -48,6 +49,8 @@ def _entry(name: str) -> dict[str, Any]:
 
 def test_the_set_covers_its_types_with_versions_recorded() -> None:
     check_reference_set(ENTRIES, FOLDER, TYPES)
+    assert {e["file"] for e in ENTRIES} == {p.name for p in FOLDER.glob("*.json")} - {
+        "index.json"}
     for e in ENTRIES:
         assert "cache_error" not in e, e["file"]
         source = e["versions"]["deepseek_v41_source"]
@@ -167,7 +170,7 @@ def test_notes_say_what_is_left_out_and_that_no_engine_pages_it() -> None:
     spec = _spec(_entry("transformers-defaults--deepseek_v41_text.json"))
     text = " ".join(spec.notes)
     assert "3 DSpark draft layer(s)" in text and "leaves them out" in text
-    assert "no deepseek_v41" in text
+    assert "no deepseek_v41" in text and "TensorRT-LLM" in text
 
 
 def _text(**changes: Any) -> dict[str, Any]:
@@ -202,3 +205,72 @@ def test_default_schedule_scales_with_the_layer_count() -> None:
                                     "csa2_source", "csa2"]
     assert [spec.decoder.at(i).compress_ratio for i in range(7)] == [None, None, 2, 2, 2, 1, 1]
     assert [i for i in range(7) if not spec.decoder.at(i).shares_indexer] == [2, 5]
+
+
+# --- the composite and the released config ---------------------------------------------------
+
+def test_the_released_copy_is_the_fixture_without_its_exl3_quantization() -> None:
+    """The fixture's text and vision configs are kept as found; only its quantization block,
+    an EXL3 2-bit repack's, is left out (the reference drops it too, and the importer
+    refuses exl3 by name)."""
+    verbatim = json.loads((FOLDER / "verbatim" / "sfxnz--TensorFold--DeepSeek-V4.1-Flash.json")
+                          .read_text())
+    assert verbatim["quantization_config"]["quant_method"] == "exl3"
+    assert {k: v for k, v in verbatim.items() if k != "quantization_config"} == _config(
+        _entry(FLASH))
+    with pytest.raises(InputError, match="quantization_config.quant_method: unsupported 'exl3'"):
+        from_hf_config(verbatim, "flash")
+
+
+def test_flash_engram_tables_are_the_196_billion_the_docstring_names() -> None:
+    """Two tables of 384,006,168 and 384,016,682 rows of 256 (196.6 B parameters, the
+    config docstring's "~196B of 763B"), plus one scale per 32 channels of each row, which
+    transformers also holds as a parameter; counted on layers 1 and 14."""
+    spec = _spec(_entry(FLASH))
+    rows = 384_006_168 + 384_016_682
+    tables = {g.layers: 0 for g in model_tensors(spec) if ".engram.embed." in g.name}
+    for group in model_tensors(spec):
+        if ".engram.embed." in group.name:
+            tables[group.layers] += group.parameters
+    assert sum(tables.values()) == rows * 256 + rows * 8
+    assert set(tables) == {(1,), (14,)}
+    assert round(rows * 256 / 1e9, 1) == 196.6
+    assert any("pinned host memory" in note for note in spec.notes)
+
+
+def test_flash_windows_and_groups() -> None:
+    """The released schedule: KV sources 2, 8, 14 at ratio 2 and 20 at ratio 1; index
+    sources 2, 8, 14, 20 and the Reindex layers 24, 28, 32, 36; per token at bf16 the four
+    sources add (512 + 128) × 2 ÷ 2 bytes three times and (512 + 128) × 2 once."""
+    spec = _spec(_entry(FLASH))
+    assert spec.decoder is not None
+    assert [i for i in range(40) if spec.decoder.kind_of(i) == "csa2_source"] == [2, 8, 14, 20]
+    assert [i for i in range(40) if not spec.decoder.at(i).shares_indexer] == [
+        2, 8, 14, 20, 24, 28, 32, 36]
+    per_token = sum(layer.count * kinds.get(layer.kind).bytes_per_token(layer, "bf16")
+                    for layer in state_layers(spec))
+    assert per_token == 3 * 640 + 1280
+
+
+def test_composite_builds_its_text_model_and_notes_the_tower_it_does_not() -> None:
+    """DeepseekV41ForCausalLM builds the text_config's model, never ties its head (the
+    constructed file sets tie_word_embeddings), and nothing of vision_config."""
+    for name in (FLASH, "constructed--deepseek_v41-small.json"):
+        entry = _entry(name)
+        spec = _spec(entry)
+        assert spec.encoder is None
+        assert any("vision tower" in note and "leaves them out" in note
+                   for note in spec.notes), name
+        assert set(entry["components"]) == {"model.embed", "model.layers", "model.norm",
+                                            "lm_head"}
+    small = _entry("constructed--deepseek_v41-small.json")
+    assert _config(small)["tie_word_embeddings"] is True
+    assert small["tied_embeddings"] is False
+    assert count_parameters(_spec(small)).lm_head == small["output_head_params"] > 0
+
+
+def test_composite_defaults_are_the_text_defaults() -> None:
+    """DeepseekV41Config() wraps DeepseekV41TextConfig(): the same model."""
+    composite = count_parameters(_spec(_entry("transformers-defaults--deepseek_v41.json")))
+    text = count_parameters(_spec(_entry("transformers-defaults--deepseek_v41_text.json")))
+    assert composite.total == text.total and composite.active == text.active

@@ -223,7 +223,11 @@ def test_sparse_config_builds_the_same_spec(name: str) -> None:
 FAILS_AS_TRANSFORMERS_DOES = {"transformers-defaults-2026/lfm2_moe.json": "layer_types",
                               # Qwen4ExpConfig(): indexed_attention layers, null indexer keys.
                               "transformers-defaults/qwen4_exp.json": "indexer_n_heads",
-                              "transformers-defaults/qwen4_exp_text.json": "indexer_n_heads"}
+                              "transformers-defaults/qwen4_exp_text.json": "indexer_n_heads",
+                              # An EXL3 repack's quantization block: transformers has no exl3
+                              # quantizer ("Unknown quantization type") and neither does this.
+                              "configs-2026-deepseek-v41/verbatim/"
+                              "sfxnz--TensorFold--DeepSeek-V4.1-Flash.json": "exl3"}
 
 
 def test_every_case_builds() -> None:

@@ -18,10 +18,11 @@ compressed KV ("CSA2"), which only the group's source layer computes and keeps
   (`DynamicSlidingWindowLayer` for these layers; transformers stores the vector as keys and
   again as values), bounded, so fixed bytes per sequence, one entry per token at the KV
   dtype. A reader keeps nothing of the compressed KV it reads: its source does.
-- No engine serves V4.1 yet (vLLM's tree has no deepseek_v41 model): the layout is
-  transformers' (entries at the cache dtype; the fp8 window and fp4 entries the modelling
-  code fake-quantizes to are stored at the cache dtype there too), and each kind pages as
-  its own group.
+- Layout: transformers' (entries at the cache dtype; the fp8 window and fp4 entries the
+  modelling code fake-quantizes to are stored at the cache dtype there too), and each kind
+  pages as its own group. vLLM has no V4.1 model; TensorRT-LLM has one
+  (tensorrt_llm/_torch/models/modeling_deepseekv41.py, its CSA2 attention backend) whose
+  paged layout was not read, so engine figures for V4.1 follow this, not it.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ there), plus:
   `buffer_gate`: head_dim each per token, fp32, since the pooling runs in fp32), fixed
   bytes per sequence. At ratio 1 nothing is buffered.
 - Paging: compressed entries grow at one per `ratio` tokens, rounded to whole blocks when
-  paged (as `csa`/`hca`: one block table shared by the compressed layers); no engine pages
-  V4.1 yet, so this is transformers' cache, not an engine's.
+  paged (as `csa`/`hca`: one block table shared by the compressed layers); this is
+  transformers' cache, not an engine's (TensorRT-LLM's CSA2 layout was not read).
 """
 
 from __future__ import annotations

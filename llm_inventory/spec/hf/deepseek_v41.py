@@ -224,7 +224,10 @@ def _language_model(c: HFConfig) -> tuple[Stack, list[str]]:
                      "parameters) are counted as weights on their layers, split over tensor-"
                      "parallel ranks like an embedding, and as active, as transformers' "
                      "count has it, though a token reads only (engram_max_ngram_size − 1) × "
-                     "engram_n_heads rows of each")
+                     "engram_n_heads rows of each. TensorRT-LLM keeps them elsewhere: its "
+                     "DeepseekV41Engram (tensorrt_llm/_torch/models/modeling_deepseekv41.py) "
+                     "looks them up from FP8 table shards in pinned host memory, so for it "
+                     "the device weights here overstate by the tables' bytes")
     if nextn:
         notes.append(f"the checkpoint also holds {nextn} DSpark draft layer(s) (mtp.*: "
                      "each with its own MoE of dspark_n_routed_experts, and Markov and "
@@ -234,9 +237,11 @@ def _language_model(c: HFConfig) -> tuple[Stack, list[str]]:
     notes.append("state: every layer keeps a sliding window of one K = V vector of head_dim; "
                  "each KV-source layer also keeps its group's compressed entries (head_dim "
                  "per compress ratio tokens) and, on an index source, their indexer keys "
-                 "(index_head_dim each), as DeepseekV41CSACache does. No serving engine has "
-                 "a DeepSeek-V4.1 model file (vLLM's tree has no deepseek_v41): this is "
-                 "transformers' cache at the KV dtype, not an engine's paged layout")
+                 "(index_head_dim each), as DeepseekV41CSACache does. vLLM has no "
+                 "DeepSeek-V4.1 model file (its tree has deepseek_v4.py, no deepseek_v41); "
+                 "TensorRT-LLM serves it (modeling_deepseekv41.py, CSA2 attention) with a "
+                 "paged layout this count has not read: this is transformers' cache at the "
+                 "KV dtype, not an engine's")
     return stack, notes
 
 
@@ -254,8 +259,8 @@ def deepseek_v41(c: HFConfig) -> ModelSpec:
     _, text = sub_config(c, "text_config", "deepseek_v41_text")
     stack, notes = _language_model(text)
     if c.has("vision_config"):
-        _, vision = sub_config(c, "vision_config", "deepseek_v41_vision")
-        vision.superseded(*vision.data)
+        # opened, so its keys are judged (irrelevant.py: nothing is built from them)
+        sub_config(c, "vision_config", "deepseek_v41_vision")[1].raw("model_type")
         notes.append("the checkpoint's vision tower, aligner and image delimiters (vision.*, "
                      f"aligner.*, image_start/end/newline) are not built by {_SOURCE}, which "
                      "drops them on load; the count leaves them out and reads no image "

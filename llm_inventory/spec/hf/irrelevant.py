@@ -153,6 +153,10 @@ _MUSE_VISION = {
                    "*VisionModel forward picks): no tensor, no cache",
     "max_position_embeddings": "not read by the tower: its learned table has "
                                "pos_emb_height × pos_emb_width rows"}
+# DeepseekV41VisionConfig's keys: transformers main @0a2080b (models/deepseek_v41) builds no
+# vision tower yet and drops the checkpoint's vision.* on load.
+_V41_NO_TOWER = "no module is built from it (no vision tower in transformers main @0a2080b)"
+
 BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
@@ -324,6 +328,11 @@ BY_CLASS: dict[str, dict[str, str]] = {
         "dspark_markov_rank": "the draft layers' Markov head, not built by transformers",
         "dspark_n_routed_experts": "the draft layers' MoE, not built by transformers",
         "dspark_num_experts_per_tok": "the draft layers' routing, not built by transformers"},
+    # DeepseekV41VisionConfig: parsed so the composite config loads; nothing built from it.
+    "deepseek_v41_vision": dict.fromkeys((
+        "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "patch_size", "downsample_ratio", "rope_theta", "max_image_tokens", "min_pixels",
+        "max_wh_ratio"), _V41_NO_TOWER),
     # HYV3Config (transformers 5.25 models/hy_v3): keys of Hy3's hub file it has no field for.
     "hy_v3": {
         "qk_norm": "HYV3Attention always builds its q/k norms",

@@ -173,6 +173,9 @@ ENCODER_MODELS: dict[str, Row] = {
 
 # Composite (vision-language) models: a tower, a projector and a language model.
 MULTIMODAL_MODELS: dict[str, Row] = {
+    # transformers main's DeepseekV41Config (5.25 has no class): DeepseekV41ForCausalLM builds
+    # its text_config and no tower yet
+    "deepseek_v41": ("deepseek_v41", "deepseek_v41", ()),
     "exaone4_5": ("exaone", "exaone4_5", ("Exaone4_5_ForConditionalGeneration",)),
     "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
     "kimi_k25": ("kimi", "kimi_k25", ("Kimi_K25ForConditionalGeneration",)),
