@@ -216,6 +216,9 @@ CONFIG_KEYS: dict[str, Bound] = {
     "ngram_vocab_size_base": Bound(1 << 40, "rows", "a hash modulus 50,000x Qwen4-Exp's "
                                    "class default; the primes past it are found in "
                                    "microseconds each", low=2),
+    # DeepSeek-V4.1's Engram hash tables: rows per table (the released ones hold 384 million).
+    "engram_num_embeddings": Bound(1 << 36, "rows", "179x the rows of DeepSeek-V4.1-Flash's "
+                                   "Engram tables (384,016,682)", low=0),
 }
 
 # Rotary bases are frequencies, not counts: bounded only as any number read is.

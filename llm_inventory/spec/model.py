@@ -305,6 +305,7 @@ class LayerOverride(_Spec):
     k_eq_v: bool | None = None
     shares_indexer: bool | None = None
     sinks: bool | None = None  # MiMo-V2's sinks on its sliding layers alone
+    compress_ratio: Pos | None = None  # DeepSeek-V4.1's per-layer compress_ratios entry
 
     @model_validator(mode="after")
     def _check(self) -> LayerOverride:
@@ -366,6 +367,10 @@ class Stack(_Spec):
     # The layer reuses the previous indexed layer's top-k (GLM IndexShare `indexer_types`
     # "shared"): no indexer weights, no indexer keys of its own.
     shares_indexer: bool = False
+    # DeepSeek-V4.1 (kinds csa2, csa2_source): the layer's own compress ratio, tokens per
+    # entry of its group's shared compressed KV (1: every token its own entry); None: the
+    # layer has no compressed branch (a window alone).
+    compress_ratio: Pos | None = None
     compression: Compression | None = None
     mtp: MTP | None = None
     moe: MoE | None = None

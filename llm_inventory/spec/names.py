@@ -24,6 +24,8 @@ class LayerKind(StrEnum):
     SWA_KV = "swa_kv"  # sliding window over one shared K = V latent (DeepSeek-V4)
     CSA = "csa"  # compressed sparse attention entries (DeepSeek-V4)
     HCA = "hca"  # heavily compressed attention entries (DeepSeek-V4)
+    CSA2 = "csa2"  # a window over one K = V latent reading a shared compressed KV (V4.1)
+    CSA2_SOURCE = "csa2_source"  # the V4.1 layer that compresses and keeps its group's KV
     CROSS = "cross"  # cross-attention to encoder output (no self-attention KV)
     SHARED = "shared"  # attention that reads another layer's KV: stores nothing
     CLA = "cla"  # cross-layer attention: reuses an earlier layer's KV

@@ -44,6 +44,8 @@ SUPPORTED = [
     "deepseek_v3",
     "deepseek_v32",
     "deepseek_v4",
+    "deepseek_v41",
+    "deepseek_v41_text",
     "dots1",
     "ernie4_5",
     "ernie4_5_moe",

@@ -227,7 +227,11 @@ FAILS_AS_TRANSFORMERS_DOES = {"transformers-defaults-2026/lfm2_moe.json": "layer
                               "transformers-defaults/qwen4_exp.json": "indexer_n_heads",
                               "transformers-defaults/qwen4_exp_text.json": "indexer_n_heads",
                               # an empty vision_config leaves RADIO's video packing unset
-                              "empty-sub-configs/nemotron_h_omni": "video_temporal_patch_size"}
+                              "empty-sub-configs/nemotron_h_omni": "video_temporal_patch_size",
+                              # An EXL3 repack's quantization block: transformers has no exl3
+                              # quantizer ("Unknown quantization type") and neither does this.
+                              "configs-2026-deepseek-v41/verbatim/"
+                              "sfxnz--TensorFold--DeepSeek-V4.1-Flash.json": "exl3"}
 
 
 def test_every_case_builds() -> None:

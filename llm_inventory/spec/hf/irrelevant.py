@@ -153,6 +153,10 @@ _MUSE_VISION = {
                    "*VisionModel forward picks): no tensor, no cache",
     "max_position_embeddings": "not read by the tower: its learned table has "
                                "pos_emb_height × pos_emb_width rows"}
+# DeepseekV41VisionConfig's keys: transformers main @0a2080b (models/deepseek_v41) builds no
+# vision tower yet and drops the checkpoint's vision.* on load.
+_V41_NO_TOWER = "no module is built from it (no vision tower in transformers main @0a2080b)"
+
 BY_CLASS: dict[str, dict[str, str]] = {
     "bailing_moe": {"norm_head": "normalises the lm_head rows at run time",
                     "norm_softmax": "a routing detail"},
@@ -327,6 +331,35 @@ BY_CLASS: dict[str, dict[str, str]] = {
                                "shared KV head (kv_proj) whatever it says",
         "num_hash_layers": "folds into mlp_layer_types: hash-routed layers keep the same "
                            "parameters (DeepseekV4HashRouter's weight; tid2eid is a buffer)"},
+    # DeepseekV41TextConfig / modeling_deepseek_v41.py (transformers main @0a2080b, models/
+    # deepseek_v41; 5.25 has no class)
+    "deepseek_v41_text": {
+        "attention_bias": "a DeepseekV41TextConfig field the modelling never reads: every "
+                          "projection is bias-free",
+        "num_key_value_heads": "never read: one shared K = V head (wkv) whatever it says",
+        "candidate_topk_blocks": "how many candidate blocks the two-level top-k keeps, no "
+                                 "tensor or cache",
+        "candidate_block_size": "compressed positions per candidate block, no tensor or cache",
+        "gate_temp": "divides the router's logits, no tensor",
+        "engram_vocab_size": "where the hash primes start (EngramLayout); the tables' rows "
+                             "are engram_num_embeddings",
+        "engram_pad_id": "the token id of empty n-gram slots, no row",
+        "engram_pad_token_id": "not a DeepseekV41TextConfig field (the released file's "
+                               "spelling of engram_pad_id), no row",
+        "engram_compressed_vocab_size": "checked against the tokenizer's compressed "
+                                        "vocabulary; sizes no tensor",
+        "dspark_block_size": "DSpark drafting: transformers builds no draft layer",
+        "dspark_noise_token_id": "DSpark drafting: a token id, no row",
+        "dspark_target_layer_ids": "DSpark drafting: which backbone layers feed the drafter "
+                                   "(not built by transformers)",
+        "dspark_markov_rank": "the draft layers' Markov head, not built by transformers",
+        "dspark_n_routed_experts": "the draft layers' MoE, not built by transformers",
+        "dspark_num_experts_per_tok": "the draft layers' routing, not built by transformers"},
+    # DeepseekV41VisionConfig: parsed so the composite config loads; nothing built from it.
+    "deepseek_v41_vision": dict.fromkeys((
+        "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "patch_size", "downsample_ratio", "rope_theta", "max_image_tokens", "min_pixels",
+        "max_wh_ratio"), _V41_NO_TOWER),
     # HYV3Config (transformers 5.25 models/hy_v3): keys of Hy3's hub file it has no field for.
     "hy_v3": {
         "qk_norm": "HYV3Attention always builds its q/k norms",

@@ -40,6 +40,9 @@ TEXT_MODELS: dict[str, Row] = {
     "deepseek_v3": ("deepseek", "deepseek_v3", ("DeepseekV3ForCausalLM",)),
     "deepseek_v32": ("deepseek", "deepseek_v32", ("DeepseekV32ForCausalLM",)),
     "deepseek_v4": ("deepseek_v4", "deepseek_v4", ("DeepseekV4ForCausalLM",)),
+    # transformers main's DeepseekV41ForCausalLM (5.25 has no class) takes a text config as
+    # it is; its class is listed on no row (transformers-architectures.json is 5.23's)
+    "deepseek_v41_text": ("deepseek_v41", "deepseek_v41_text", ()),
     # ExaoneConfig builds LlamaForCausalLM (transformers models/auto/modeling_auto.py)
     "exaone": ("llama", "llama", ()),
     "exaone4": ("exaone", "exaone4", ("Exaone4ForCausalLM",)),
@@ -174,6 +177,9 @@ ENCODER_MODELS: dict[str, Row] = {
 
 # Composite (vision-language) models: a tower, a projector and a language model.
 MULTIMODAL_MODELS: dict[str, Row] = {
+    # transformers main's DeepseekV41Config (5.25 has no class): DeepseekV41ForCausalLM builds
+    # its text_config and no tower yet
+    "deepseek_v41": ("deepseek_v41", "deepseek_v41", ()),
     "exaone4_5": ("exaone", "exaone4_5", ("Exaone4_5_ForConditionalGeneration",)),
     "gemma3": ("gemma3", "gemma3", ("Gemma3ForConditionalGeneration",)),
     "kimi_k25": ("kimi", "kimi_k25", ("Kimi_K25ForConditionalGeneration",)),
