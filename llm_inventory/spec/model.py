@@ -256,6 +256,16 @@ class ShortConv(_Spec):
     state_dtype: Name | None = None  # None: the KV cache dtype
 
 
+class ResidualConv(_Spec):
+    """Inkling's short convolutions beside attention: a depthwise causal conv of `kernel`
+    taps, no bias, each added back to its input, on K and on V after their projections and
+    on the attention and MLP outputs before each residual add; run and cached in
+    `state_dtype` (transformers keeps these modules in float32)."""
+
+    kernel: Pos = 4
+    state_dtype: Name = "fp32"
+
+
 class ExtraTensor(_Spec):
     """A tensor the stack's flags do not describe: patch embeddings, gates, poolers …
 
@@ -377,6 +387,7 @@ class Stack(_Spec):
     ssm: SSM | None = None
     linear_attention: LinearAttention | None = None
     short_conv: ShortConv | None = None
+    residual_conv: ResidualConv | None = None
     # Kinds of mixers every layer runs in parallel beside its own (Falcon-H1: Mamba-2 beside
     # attention, their outputs summed).
     parallel_mixers: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)

@@ -34,6 +34,8 @@ class LayerKind(StrEnum):
     KDA = "kda"  # Kimi Delta Attention: GDN with a per-channel decay
     LIGHTNING = "lightning"  # lightning (linear) attention: recurrent state per sequence
     SHORT_CONV = "short_conv"  # a gated short convolution: a conv window per sequence
+    # four short convs on K, V and both residual branches beside attention (Inkling)
+    RESIDUAL_CONV = "residual_conv"
     MLP_ONLY = "mlp_only"  # no mixer: the layer keeps nothing
 
 

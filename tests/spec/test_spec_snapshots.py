@@ -65,6 +65,9 @@ PERTURBED = [
     # Gemma 4's assistant: its bare defaults do not build; the two values it needs set
     "configs-2026-gemma4a/transformers-defaults--gemma4_assistant.json",
     "configs-2026-frontier/constructed--step3p5-flat.json",
+    # Inkling: its classes' defaults
+    "configs-2026-inkling/transformers-defaults--inkling_mm_model.json",
+    "configs-2026-inkling/transformers-defaults--inkling_text.json",
     # Kimi-K3: no class defaults exist; its real config stands in
     "configs-2026-checkpoint-listing/moonshotai--Kimi-K3.json",
     # Types transformers 5.25 added (LFM2-MoE's bare defaults do not build: its stand-in)

@@ -153,6 +153,20 @@ _MUSE_VISION = {
                    "*VisionModel forward picks): no tensor, no cache",
     "max_position_embeddings": "not read by the tower: its learned table has "
                                "pos_emb_height × pos_emb_width rows"}
+# Inkling (transformers 5.25 models/inkling/modeling_inkling.py), the class in each reason.
+_INKLING_TEXT = {
+    "log_scaling_alpha": "how strongly full-attention logits grow past log_scaling_n_floor "
+                         "(InklingAttention.forward): no tensor",
+    "log_scaling_n_floor": "the position past which full-attention logits grow "
+                           "(InklingAttention.forward): no tensor",
+    "logits_mup_width_multiplier": "divides the final hidden states before the head "
+                                   "(InklingForCausalLM.forward): no tensor",
+    "number_of_conv_states": "set to 4 by InklingTextConfig whatever a file says; the cache "
+                             "keeps the four conv windows the layers build",
+    "rms_norm_eps_moe_gate": "an epsilon",
+    "route_scale": "scales the routing weights (InklingTopkRouter.forward): no tensor",
+    "shared_expert_sink": "not read by any module: the router always scores the shared "
+                          "experts beside the routed ones (InklingTopkRouter)"}
 # DeepseekV41VisionConfig's keys: transformers main @0a2080b (models/deepseek_v41) builds no
 # vision tower yet and drops the checkpoint's vision.* on load.
 _V41_NO_TOWER = "no module is built from it (no vision tower in transformers main @0a2080b)"
@@ -407,6 +421,14 @@ BY_CLASS: dict[str, dict[str, str]] = {
                                "(Cohere2MoeTopKRouter.forward): a routing choice, no tensor",
         "shared_expert_combination_strategy": "sum or average of the shared and routed "
                                               "outputs (Cohere2MoeSparseMoeBlock.forward)"},
+    "inkling_mm_model": {
+        "image_bos_token_id": "a token id: which embedding row opens an image",
+        "audio_bos_token_id": "a token id: which embedding row opens an audio span"},
+    "inkling_text": _INKLING_TEXT,
+    "inkling_vision": {
+        "hidden_size": "not read by InklingVisionModel: its widths come from the patch "
+                       "plan (plan_out_scales)",
+        "num_attention_heads": "not read: InklingVisionModel has no attention"},
     "laguna": {
         "moe_apply_router_weight_on_input": "where the routing weight multiplies "
                                             "(LagunaConfig refuses true): no tensor",
