@@ -67,8 +67,9 @@ class ResidualConvolution(FixedState):
                           conv_dtype=conv.state_dtype)
 
     def validate(self, layer: StateLayer) -> None:
-        if layer.conv_channels < 1:
-            raise InputError("conv_channels", "a residual_conv layer needs its hidden size")
+        if layer.conv_channels + layer.kv_heads * layer.k_head_dim < 1:
+            raise InputError("conv_channels", "a residual_conv layer needs its channels "
+                             "(the hidden size, the K/V heads and their head dim)")
 
     def fixed_bytes(self, layer: StateLayer, dtype: str, tp: int = 1) -> int:
         heads = -(-layer.kv_heads // tp)
