@@ -207,19 +207,30 @@ def test_speculation_without_memory_leaves_every_figure_unchanged(
                   device=device, count=count, tp=None)
     if model in HYBRID and engine in VLLM_V1:
         # vLLM's state layers keep one block more per drafted token and request
-        # (MambaSpec.num_speculative_blocks): fewer requests fit (and the printed tokens,
-        # concurrency × max_model_len, follow); the weights and the pool do not move. Fewer
-        # requests can reorder the plans (best throughput first): compare split by split.
-        def split(p: Plan) -> tuple[int, int, int]:
-            return (p.tp, p.pp, p.ep)
+        # (MambaSpec.num_speculative_blocks): fewer requests fit; the weights and the pool
+        # do not move. Fewer requests can reorder the plans (best throughput first): compare
+        # split by split. The conv window grows by the drafted tokens, so the state page, and
+        # the attention block sized to hold it, grow (Qwen3.5-27B at tp 2 on an H100: 784 →
+        # 800 tokens); where vLLM prints whole blocks per group × the block (0.19), the
+        # tokens can then round up, by less than one block per group (at most 8 groups).
+        def split(p: Plan) -> tuple[object, ...]:
+            return (p.tp, p.pp, p.ep, p.dp, p.devices_used, str(p.disaggregation))
 
         for a, b in zip(sorted(off.plans, key=split), sorted(ngram.plans, key=split),
                         strict=True):
             assert a.per_device is not None and b.per_device is not None
-            assert (a.tp, a.pp, a.ep, a.per_device.weight_bytes, a.per_device.kv_pool_bytes) \
-                == (b.tp, b.pp, b.ep, b.per_device.weight_bytes, b.per_device.kv_pool_bytes)
+            # Per stage: the binding stage itself can change when the state per request
+            # grows unevenly across stages.
+            workers = list(zip(a.stages or [a.per_device], b.stages or [b.per_device],
+                               strict=True))
+            for before, after in workers:
+                assert (before.weight_bytes, before.kv_pool_bytes) == (after.weight_bytes,
+                                                                       after.kv_pool_bytes)
+                blocks = min(before.kv_blocks or 0, after.kv_blocks or 0)
+                rounding = 8 / blocks if blocks else 0
+                assert (after.kv_capacity_tokens or 0) <= (before.kv_capacity_tokens or 0) * (
+                    1 + rounding)
             assert (b.max_concurrency or 0) <= (a.max_concurrency or 0)
-            assert b.per_device.kv_capacity_tokens <= a.per_device.kv_capacity_tokens
     else:
         assert _figures(off) == _figures(ngram)
     assert all(p.speculative is None for p in off.plans)
