@@ -264,6 +264,9 @@ class ResidualConv(_Spec):
 
     kernel: Pos = 4
     state_dtype: Name = "fp32"
+    # Whether the kind yields Inkling's four conv weights; False where a family's convs have
+    # other weights (Inkling 2's dynamic and scaled convolutions) and lists them itself.
+    weights: bool = True
 
 
 class ExtraTensor(_Spec):

@@ -90,6 +90,8 @@ SUPPORTED = [
     "hy_v4",
     "hy_v4_vl",
     "hy_v4_vl_text",
+    "inkling2",
+    "inkling2_text",
     "inkling_mm_model",
     "inkling_text",
     "internlm3",

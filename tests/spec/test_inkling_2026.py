@@ -1,9 +1,10 @@
-"""Thinking Machines' Inkling (inkling_text, inkling_mm_model), held to what transformers
-itself builds.
+"""Thinking Machines' Inkling (inkling_text, inkling_mm_model) and Inkling 2 (inkling2_text,
+inkling2), held to what transformers itself builds.
 
-tests/data/oracle-2026-inkling.json holds the figures `tools/reference_counts.py` read from
-transformers 5.25.0 (torch 2.13.0, meta device) for the configs under
-tests/data/configs-2026-inkling/ (index.json there says where each came from). For every
+tests/data/oracle-2026-inkling.json and oracle-2026-inkling2.json hold the figures
+`tools/reference_counts.py` read from transformers 5.25.0 (torch 2.13.0, meta device) for
+the configs under tests/data/configs-2026-inkling/ and configs-2026-inkling2/ (index.json
+there says where each came from). For every
 entry the importer's count must equal transformers' to the parameter (total, active, the
 embedding and the head), the K/V each layer adds per token must match on the same number of
 layers, the four conv windows of every layer their channels and dtype, and the count must
@@ -27,31 +28,34 @@ from llm_inventory.spec.hf.inkling import vision_scales
 from llm_inventory.spec.model import ModelSpec
 from tests.reference import DATA, check_reference_set
 
-ORACLE = DATA / "oracle-2026-inkling.json"
-FOLDER = DATA / "configs-2026-inkling"
-TYPES = {"inkling_text", "inkling_mm_model"}
-ENTRIES: list[dict[str, Any]] = list(json.loads(ORACLE.read_text()))
+SETS = {"inkling": {"inkling_text", "inkling_mm_model"}, "inkling2": {"inkling2_text", "inkling2"}}
+ENTRIES: list[dict[str, Any]] = [
+    e | {"set": name} for name in SETS
+    for e in json.loads((DATA / f"oracle-2026-{name}.json").read_text())]
 _DTYPES = {"bfloat16": "bf16", "float32": "fp32"}
 
 
 def _config(entry: dict[str, Any]) -> dict[str, Any]:
-    return dict(json.loads((FOLDER / str(entry["file"])).read_text()))
+    folder = DATA / f"configs-2026-{entry['set']}"
+    return dict(json.loads((folder / str(entry["file"])).read_text()))
 
 
 def _spec(entry: dict[str, Any]) -> ModelSpec:
     return from_hf_config(_config(entry), str(entry["file"]))
 
 
-def _entry(name: str) -> dict[str, Any]:
-    return next(e for e in ENTRIES if e["file"] == name)
+def _entry(name: str, family: str = "inkling") -> dict[str, Any]:
+    return next(e for e in ENTRIES if e["file"] == name and e["set"] == family)
 
 
-def test_the_set_covers_its_types_with_versions_recorded() -> None:
-    check_reference_set(ENTRIES, FOLDER, TYPES)
-    assert all("cache_error" not in e for e in ENTRIES)
+@pytest.mark.parametrize("family", SETS)
+def test_the_set_covers_its_types_with_versions_recorded(family: str) -> None:
+    entries = [e for e in ENTRIES if e["set"] == family]
+    check_reference_set(entries, DATA / f"configs-2026-{family}", SETS[family])
+    assert all("cache_error" not in e for e in entries)
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e['set']}/{e['file']}")
 def test_total_and_active_equal_transformers(entry: dict[str, Any]) -> None:
     spec = _spec(entry)
     params = count_parameters(spec)
@@ -63,7 +67,7 @@ def test_total_and_active_equal_transformers(entry: dict[str, Any]) -> None:
     assert spec.exact, spec.estimated
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e['set']}/{e['file']}")
 def test_kv_per_token_equals_transformers(entry: dict[str, Any]) -> None:
     """K and V each layer adds per token: the sliding layers' own heads apart from the full
     layers'; the conv windows add nothing per token."""
@@ -78,7 +82,7 @@ def test_kv_per_token_equals_transformers(entry: dict[str, Any]) -> None:
     assert windowed == entry["sliding_window_layers"]
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e['set']}/{e['file']}")
 def test_conv_windows_have_the_channels_transformers_allocates(entry: dict[str, Any]) -> None:
     """conv_states[0] and [1] (K and V) hold the layer's K/V heads × head dim channels,
     [2] and [3] (the residual branches) the hidden size, all in float32; kept here as
@@ -175,3 +179,77 @@ def test_a_one_pixel_patch_is_refused_as_transformers_fails_on_it() -> None:
     config["vision_config"] = config["vision_config"] | {"patch_size": 1}
     with pytest.raises(InputError, match="patch_size"):
         from_hf_config(config, "bad")
+
+
+# --- Inkling 2 ---------------------------------------------------------------------------
+
+def test_inkling2_defaults_bytes_per_token_and_per_sequence() -> None:
+    """Inkling 2's defaults at bf16: 48 layers, each 8 K/V heads of 128 (the sliding ones
+    capped at 1,024 tokens), 48 × 2,048 × 2 = 196,608 bytes a token; each layer's four fp32
+    windows hold 3 positions of 2 × 1,024 + 2 × 4,608 channels, 48 × 11,264 × 12 =
+    6,488,064 bytes a sequence."""
+    spec = _spec(_entry("transformers-defaults--inkling2_text.json", "inkling2"))
+    result = size_state(StateRequest(layers=state_layers(spec), tokens=1000))
+    assert result.bytes_per_token == 196_608
+    assert result.fixed_bytes_per_sequence == 6_488_064
+
+
+def test_inkling2_head_has_the_unpadded_rows_and_the_table_the_padded_ones() -> None:
+    spec = _spec(_entry("transformers-defaults--inkling2_text.json", "inkling2"))
+    stack = spec.decoder
+    assert stack is not None
+    assert (stack.vocab_size, stack.embedding_rows) == (200_058, 201_024)
+    assert any("unpadded_vocab_size (200,058)" in note for note in spec.notes)
+
+
+def test_inkling2_lists_its_own_conv_weights_dynamic_on_full_layers() -> None:
+    """Full layers: static taps (kernel, K/V width) and a per-token tap projection (K/V
+    heads × kernel, hidden) for K and for V; sliding layers: depthwise conv weights; every
+    layer: the two residual convs. The residual_conv kind adds none of its own."""
+    from llm_inventory.engine.tensors import model_tensors
+
+    spec = _spec(_entry("constructed--inkling2_text-small.json", "inkling2"))
+    shapes = {(g.name, g.shape, g.layers) for g in model_tensors(spec)}
+    full, sliding, every = (0, 3, 5), (1, 2, 4, 6), tuple(range(7))
+    at = "model.layers.{i}"
+    for proj in ("k_proj", "v_proj"):
+        assert (f"{at}.self_attn.{proj}.sconv.static_weight", (3, 32), full) in shapes
+        assert (f"{at}.self_attn.{proj}.sconv.weight_proj.weight", (6, 64), full) in shapes
+        assert (f"{at}.self_attn.{proj}.sconv.conv1d.weight", (16, 1, 3), sliding) in shapes
+    for name in ("post_attention_convolution", "post_mlp_convolution"):
+        assert (f"{at}.{name}.conv1d.weight", (64, 1, 3), every) in shapes
+    assert not any("_sconv" in name for name, _, _ in shapes)
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"layer_types": ["hybrid"] * 3}, "layer_types"),
+    ({"unpadded_vocab_size": 400}, "unpadded_vocab_size"),
+    ({"swa_num_key_value_heads": 3}, "swa_num_key_value_heads"),
+])
+def test_inkling2_text_refuses_what_the_class_refuses_by_name(change: dict[str, Any],
+                                                              key: str) -> None:
+    config = _config(_entry("constructed--inkling2_text-small.json", "inkling2")) | change
+    with pytest.raises(InputError, match=key):
+        from_hf_config(config, "bad")
+
+
+def test_inkling2_refuses_a_tower_of_another_width() -> None:
+    """Inkling2Config.validate_architecture: the merger must reach the text width."""
+    config = _config(_entry("constructed--inkling2-small.json", "inkling2"))
+    config["vision_config"] = config["vision_config"] | {"text_hidden_size": 96}
+    with pytest.raises(InputError, match="text_hidden_size"):
+        from_hf_config(config, "bad")
+
+
+def test_inkling2_tower_width_comes_from_mlp_ratio_unless_given() -> None:
+    """Inkling2VisionConfig.__post_init__: intermediate_size, when unset, is
+    int(hidden × mlp_ratio) (32 × 2.5 = 80); a given one wins."""
+    config = _config(_entry("constructed--inkling2-small.json", "inkling2"))
+    spec = from_hf_config(config, "x")
+    assert spec.encoder is not None and spec.encoder.stack is not None
+    assert spec.encoder.stack.intermediate_size == 80
+    config["vision_config"] = config["vision_config"] | {"intermediate_size": 50}
+    given = from_hf_config(config, "x")
+    assert given.encoder is not None and given.encoder.stack is not None
+    assert given.encoder.stack.intermediate_size == 50
+    assert given.exact

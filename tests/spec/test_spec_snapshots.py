@@ -65,7 +65,9 @@ PERTURBED = [
     # Gemma 4's assistant: its bare defaults do not build; the two values it needs set
     "configs-2026-gemma4a/transformers-defaults--gemma4_assistant.json",
     "configs-2026-frontier/constructed--step3p5-flat.json",
-    # Inkling: its classes' defaults
+    # Inkling and Inkling 2: their classes' defaults
+    "configs-2026-inkling2/transformers-defaults--inkling2.json",
+    "configs-2026-inkling2/transformers-defaults--inkling2_text.json",
     "configs-2026-inkling/transformers-defaults--inkling_mm_model.json",
     "configs-2026-inkling/transformers-defaults--inkling_text.json",
     # Kimi-K3: no class defaults exist; its real config stands in

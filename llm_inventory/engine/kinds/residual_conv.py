@@ -8,7 +8,9 @@ windows, fixed per sequence (shared rules of fixed-state kinds: `recurrent.py`).
   `self_attn.k_sconv` and `self_attn.v_sconv` of K/V heads × head dim channels, the layer's
   `attn_sconv` and `mlp_sconv` of hidden channels, each a (channels, 1, kernel) weight.
   transformers keeps them in float32 (`_keep_in_fp32_modules_strict`); they are counted here
-  at the model's dtype, a few thousand parameters a layer.
+  at the model's dtype, a few thousand parameters a layer. A family whose convolutions carry
+  other weights (Inkling 2) lists them itself (`ResidualConv.weights` false); the state and
+  its rules are the same.
 - State per sequence and layer: the four windows, 2 × K/V heads × head dim + 2 × hidden
   channels, in float32 (transformers' `LinearAttentionLayer.conv_states[0..3]`, computed in
   float32 by `InklingShortConvolution.forward`). Kept as kernel − 1 positions, the window a
@@ -50,7 +52,10 @@ class ResidualConvolution(FixedState):
     module = "self_attn"
 
     def tensors(self, prefix: str, stack: Stack) -> Iterator[Entry]:
-        kernel, x = _conv(stack).kernel, Component.MIXER
+        conv, x = _conv(stack), Component.MIXER
+        if not conv.weights:
+            return
+        kernel = conv.kernel
         layer = prefix.rsplit(".", 1)[0]
         kv = stack.n_kv_heads * stack.k_dim
         for name in ("k_sconv", "v_sconv"):

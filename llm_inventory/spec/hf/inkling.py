@@ -35,7 +35,7 @@ from llm_inventory.spec.model import (
     Stack,
 )
 
-_KINDS = {"hybrid": LayerKind.FULL, "hybrid_sliding": LayerKind.SLIDING}
+KINDS = {"hybrid": LayerKind.FULL, "hybrid_sliding": LayerKind.SLIDING}
 
 STATE_ASSUMED = ("no mainline serving engine has an Inkling model file: the cache is "
                  "transformers' (K/V per token, sliding layers capped at the window, four "
@@ -45,8 +45,9 @@ _MTP = ("{n} multi-token-prediction layer{s} named by the config {are} not built
         "transformers (InklingPreTrainedModel drops model.mtp.* on load) and not counted")
 
 
-def _per_layer(c: HFConfig, key: str, allowed: dict[str, Any], layers: int,
-               fallback: list[Any]) -> list[Any]:
+def per_layer(c: HFConfig, key: str, allowed: dict[str, Any], layers: int,
+              fallback: list[Any]) -> list[Any]:
+    """One entry of `allowed` per layer, as `key` names them; `fallback` when absent."""
     names = c.str_list(key)
     if names is None:
         return fallback
@@ -69,7 +70,7 @@ def _layer_kinds(c: HFConfig, layers: int) -> list[LayerKind]:
     default = [LayerKind.SLIDING if i in sliding else LayerKind.FULL for i in range(layers)]
     if c.has("layer_types"):
         c.superseded("local_layer_ids")
-    return _per_layer(c, "layer_types", _KINDS, layers, default)
+    return per_layer(c, "layer_types", KINDS, layers, default)
 
 
 def _sparse_layers(c: HFConfig, layers: int) -> list[int]:
@@ -79,7 +80,7 @@ def _sparse_layers(c: HFConfig, layers: int) -> list[int]:
     default = [i >= dense for i in range(layers)]
     if c.has("mlp_layer_types"):
         c.superseded("dense_mlp_idx")
-    sparse = _per_layer(c, "mlp_layer_types", {"dense": False, "sparse": True}, layers,
+    sparse = per_layer(c, "mlp_layer_types", {"dense": False, "sparse": True}, layers,
                         default)
     return [i for i, moe in enumerate(sparse) if moe]
 

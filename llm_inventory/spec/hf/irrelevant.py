@@ -167,6 +167,24 @@ _INKLING_TEXT = {
     "route_scale": "scales the routing weights (InklingTopkRouter.forward): no tensor",
     "shared_expert_sink": "not read by any module: the router always scores the shared "
                           "experts beside the routed ones (InklingTopkRouter)"}
+# Inkling 2 (transformers 5.25 models/inkling2/modeling_inkling2.py), the class in each reason.
+_INKLING2_TEXT = {
+    **{k: v for k, v in _INKLING_TEXT.items() if k not in ("logits_mup_width_multiplier",
+                                                          "rms_norm_eps_moe_gate",
+                                                          "shared_expert_sink")},
+    "log_scaling_n_floor": "the position past which full-attention queries and relative "
+                           "states grow (Inkling2LogScale): no tensor",
+    "log_scaling_alpha": "how strongly they grow (Inkling2LogScale): no tensor",
+    "mlp_gate_softcap": "a tanh cap on the experts' gate (Inkling2SoftcappedSwiGLU)",
+    "mlp_up_softcap": "a tanh cap on the experts' up projection (Inkling2SoftcappedSwiGLU)",
+    "final_logit_softcapping": "a tanh cap on the logits (Inkling2ForCausalLM.forward)",
+    "n_layers_per_attn_res_block": "how many layers close one residual block "
+                                   "(Inkling2BlockAttentionResidual reads the blocks): "
+                                   "every layer's queries are built whatever it is",
+    "qk_l2_clip_threshold": "the largest L2 norm a query or key head keeps (Inkling2L2Clip)",
+    "rel_l2_clip_threshold": "the largest L2 norm of a relative-state head (Inkling2L2Clip)",
+    "route_scale": "scales the routing weights (Inkling2TopKRouter): no tensor",
+    "scoring_func": "sigmoid or softmax over the router logits: no tensor"}
 # DeepseekV41VisionConfig's keys: transformers main @0a2080b (models/deepseek_v41) builds no
 # vision tower yet and drops the checkpoint's vision.* on load.
 _V41_NO_TOWER = "no module is built from it (no vision tower in transformers main @0a2080b)"
@@ -421,6 +439,11 @@ BY_CLASS: dict[str, dict[str, str]] = {
                                "(Cohere2MoeTopKRouter.forward): a routing choice, no tensor",
         "shared_expert_combination_strategy": "sum or average of the shared and routed "
                                               "outputs (Cohere2MoeSparseMoeBlock.forward)"},
+    "inkling2_text": _INKLING2_TEXT,
+    "inkling2_vision": {
+        "layer_scale_init_value": "the value lambda_1 and lambda_2 start at "
+                                  "(Step3p7VisionEncoderLayer): no shape",
+        "hidden_act": "the tower's and merger's activation: no tensor"},
     "inkling_mm_model": {
         "image_bos_token_id": "a token id: which embedding row opens an image",
         "audio_bos_token_id": "a token id: which embedding row opens an audio span"},

@@ -84,3 +84,13 @@ def test_more_ranks_never_hold_more(tp: int, heads: int, dim: int, hidden: int,
                        conv_channels=2 * hidden, conv_window=window, conv_dtype="fp32")
     assert KIND.fixed_bytes(layer, "bf16", tp + 1) <= KIND.fixed_bytes(layer, "bf16", tp)
     assert KIND.fixed_bytes(layer, "bf16", tp) >= 2 * hidden * window * 4
+
+
+def test_a_family_listing_its_own_conv_weights_gets_none_from_the_kind() -> None:
+    """Inkling 2 (`ResidualConv.weights` false): the same state, no tensors of the kind."""
+    spec = _spec("configs-2026-inkling2/constructed--inkling2_text-small.json")
+    stack = spec.decoder
+    assert stack is not None and stack.residual_conv is not None
+    assert not stack.residual_conv.weights
+    assert list(KIND.tensors("model.layers.{i}.self_attn", stack)) == []
+    assert {c.conv_window for c in state_layers(spec) if c.kind == "residual_conv"} == {2}
