@@ -10,7 +10,7 @@ from __future__ import annotations
 from llm_inventory.engine import kinds
 from llm_inventory.engine.kinds import StateLayer
 from llm_inventory.engine.kinds.mamba import ssm_state_elements
-from llm_inventory.spec.model import ModelSpec
+from llm_inventory.spec.model import ModelSpec, Stack
 
 __all__ = ["context_notes", "ssm_state_elements", "state_layers"]
 
@@ -36,7 +36,8 @@ def keeps_state(spec: ModelSpec) -> bool:
 
 def state_layers(spec: ModelSpec, encoder_tokens: int = 0) -> tuple[StateLayer, ...]:
     """The state layout of `spec`'s decoder: each layer's own mixer, then the cross-attention
-    every layer of a `cross_attention` stack adds; empty when the model keeps no state."""
+    every layer of a `cross_attention` stack adds (and the mixers beside it), then the
+    further passes of looped layers; empty when the model keeps no state."""
     stack = spec.decoder
     if stack is None or not keeps_state(spec):
         return ()
@@ -47,7 +48,17 @@ def state_layers(spec: ModelSpec, encoder_tokens: int = 0) -> tuple[StateLayer, 
             layer = kind.state_layer(stack.at(index), index, encoder_tokens)
             if layer is not None:
                 (own if position == 0 else extra).append(layer)
-    return _runs(own) + _runs(extra)
+    return _runs(own) + _runs(extra) + _looped(stack, own + extra)
+
+
+def _looped(stack: Stack, layers: list[StateLayer]) -> tuple[StateLayer, ...]:
+    """The caches of a looped stack's further passes: passes − 1 more copies of each looped
+    layer's state, on the same layer (so on its pipeline stage)."""
+    loop = stack.loop
+    if loop is None or loop.passes < 2:
+        return ()
+    inside = [layer for layer in layers if loop.start <= layer.first < loop.end]
+    return _runs(inside) * (loop.passes - 1)
 
 
 def context_notes(spec: ModelSpec, context: int) -> list[str]:

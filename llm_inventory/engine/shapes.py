@@ -63,12 +63,13 @@ class PhaseWork(BaseModel):
 def attention_flops(
     stack: Stack, *, start: int, stop: int, sequences: int, encoder_tokens: int
 ) -> int:
-    """Score FLOPs for positions start+1 … stop of `sequences` sequences, every layer, as
-    each layer's mixers count them (see `engine/kinds/`)."""
+    """Score FLOPs for positions start+1 … stop of `sequences` sequences, every layer (a
+    looped layer once per pass), as each layer's mixers count them (see `engine/kinds/`)."""
     total = 0
     for index in range(stack.layers):
         for kind, _ in kinds.mixers(stack, index):
-            total += kind.score_flops(stack.at(index), start, stop, encoder_tokens)
+            total += kind.score_flops(stack.at(index), start, stop,
+                                      encoder_tokens) * stack.visits(index)
     return total * sequences
 
 

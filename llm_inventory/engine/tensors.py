@@ -242,3 +242,19 @@ def model_tensors(spec: ModelSpec) -> list[TensorGroup]:
     if spec.decoder is not None:
         groups += stack_tensors(spec.decoder, "model", "decoder")
     return groups
+
+
+def work_tensors(spec: ModelSpec) -> list[TensorGroup]:
+    """The tensors a forward pass runs: `model_tensors`, a looped stack's looped layers
+    listed once per pass (`Stack.loop`: their weights are read and multiplied again each
+    pass, while memory holds them once). Only for work (FLOPs, bytes read), never sizes."""
+    groups = model_tensors(spec)
+    stack = spec.decoder
+    if stack is None or stack.loop is None:
+        return groups
+    again = [
+        group.model_copy(update={"layers": group.layers + tuple(
+            i for i in group.layers for _ in range(stack.visits(i) - 1))})
+        if group.stack == "decoder" and group.layers else group
+        for group in groups]
+    return again

@@ -269,6 +269,16 @@ class ResidualConv(_Spec):
     weights: bool = True
 
 
+class Loop(_Spec):
+    """Looped layers (Inkling 2 Loop): layers `start` … `end` − 1 run `passes` times for
+    every token, each pass over its own cache (transformers appends passes − 1 copies of
+    those layers' cache layers, `Inkling2LoopTextModel.forward`)."""
+
+    start: LayerIndex
+    end: LayerIndex
+    passes: Pos
+
+
 class ExtraTensor(_Spec):
     """A tensor the stack's flags do not describe: patch embeddings, gates, poolers …
 
@@ -391,6 +401,7 @@ class Stack(_Spec):
     linear_attention: LinearAttention | None = None
     short_conv: ShortConv | None = None
     residual_conv: ResidualConv | None = None
+    loop: Loop | None = None
     # Kinds of mixers every layer runs in parallel beside its own (Falcon-H1: Mamba-2 beside
     # attention, their outputs summed).
     parallel_mixers: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
@@ -441,6 +452,16 @@ class Stack(_Spec):
 
     def kinds(self) -> list[str]:
         return [self.kind_of(i) for i in range(self.layers)]
+
+    def visits(self, index: int) -> int:
+        """How many times a token runs layer `index` (a looped layer's passes, else 1)."""
+        loop = self.loop
+        return loop.passes if loop is not None and loop.start <= index < loop.end else 1
+
+    @property
+    def visited_layers(self) -> int:
+        """Layers a token runs through, a looped layer once per pass."""
+        return sum(self.visits(i) for i in range(self.layers))
 
     @property
     def n_kv_heads(self) -> int:

@@ -91,6 +91,8 @@ SUPPORTED = [
     "hy_v4_vl",
     "hy_v4_vl_text",
     "inkling2",
+    "inkling2_loop",
+    "inkling2_loop_text",
     "inkling2_text",
     "inkling_mm_model",
     "inkling_text",

@@ -1,5 +1,6 @@
 """Thinking Machines' Inkling (inkling_text, inkling_mm_model) and Inkling 2 (inkling2_text,
-inkling2), held to what transformers itself builds.
+inkling2, and the looped inkling2_loop_text, inkling2_loop), held to what transformers
+itself builds.
 
 tests/data/oracle-2026-inkling.json and oracle-2026-inkling2.json hold the figures
 `tools/reference_counts.py` read from transformers 5.25.0 (torch 2.13.0, meta device) for
@@ -28,7 +29,8 @@ from llm_inventory.spec.hf.inkling import vision_scales
 from llm_inventory.spec.model import ModelSpec
 from tests.reference import DATA, check_reference_set
 
-SETS = {"inkling": {"inkling_text", "inkling_mm_model"}, "inkling2": {"inkling2_text", "inkling2"}}
+SETS = {"inkling": {"inkling_text", "inkling_mm_model"},
+        "inkling2": {"inkling2_text", "inkling2", "inkling2_loop_text", "inkling2_loop"}}
 ENTRIES: list[dict[str, Any]] = [
     e | {"set": name} for name in SETS
     for e in json.loads((DATA / f"oracle-2026-{name}.json").read_text())]
@@ -253,3 +255,64 @@ def test_inkling2_tower_width_comes_from_mlp_ratio_unless_given() -> None:
     assert given.encoder is not None and given.encoder.stack is not None
     assert given.encoder.stack.intermediate_size == 50
     assert given.exact
+
+
+# --- Inkling 2 Loop ----------------------------------------------------------------------
+
+def test_inkling2_loop_keeps_a_cache_per_pass_of_its_looped_layers() -> None:
+    """Inkling 2 Loop's defaults: 24 layers, 6–17 looped 3 times, 24 + 2 × 12 = 48 cache
+    layers as transformers appends them; at bf16 48 × 2,048 × 2 = 196,608 bytes a token and
+    48 × (2,048 + 2 × 2,304) × 3 × 4 = 3,833,856 bytes of conv windows a sequence."""
+    spec = _spec(_entry("transformers-defaults--inkling2_loop_text.json", "inkling2"))
+    layers = state_layers(spec)
+    assert sum(layer.count for layer in layers if layer.kind != "residual_conv") == 48
+    result = size_state(StateRequest(layers=layers, tokens=1000))
+    assert result.bytes_per_token == 196_608
+    assert result.fixed_bytes_per_sequence == 3_833_856
+    copies = [layer for layer in layers[len(layers) // 2:] if layer.kind != "residual_conv"]
+    assert all(6 <= layer.first < 18 for layer in copies)
+
+
+def test_a_checkpoints_loop_config_wins_over_the_loop_keys() -> None:
+    spec = _spec(_entry("constructed--inkling2_loop-small.json", "inkling2"))
+    stack = spec.decoder
+    assert stack is not None and stack.loop is not None
+    assert (stack.loop.start, stack.loop.end, stack.loop.passes) == (4, 6, 2)
+    assert spec.exact
+    assert any("layers 4–5 run 2 passes" in note for note in spec.notes)
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"loop_layer_index_start": 3}, "loop_layer_index_start"),
+    ({"loop_layer_index_start": 0}, "loop_layer_index_start"),
+    ({"loop_layer_index_end": 5}, "loop_layer_index_end"),
+    ({"loop_layer_index_end": 2}, "loop_layer_index_end"),
+    ({"loop_num_passes": 0}, "loop_num_passes"),
+])
+def test_inkling2_loop_refuses_what_validate_architecture_refuses(change: dict[str, Any],
+                                                                 key: str) -> None:
+    config = _config(_entry("constructed--inkling2_loop_text-small.json", "inkling2")) | change
+    with pytest.raises(InputError, match=key):
+        from_hf_config(config, "bad")
+
+
+def test_the_time_model_runs_looped_layers_once_per_pass() -> None:
+    """Inkling 2 Loop's defaults on one H100: with the loop (24 layers, 12 of them run 3
+    times: 48 visits) a decode step reads the looped layers' weights and does their work
+    three times, so it is slower than the same layers run once, and by less than the 2×
+    of the visits alone (the head, the embedding and the per-step costs are paid once)."""
+    from llm_inventory.engine.placement import PlacementRequest, plan_placement
+    from llm_inventory.spec.devices import resolve_device
+
+    looped = _spec(_entry("transformers-defaults--inkling2_loop_text.json", "inkling2"))
+    assert looped.decoder is not None and looped.decoder.visited_layers == 48
+    once = looped.model_copy(update={"decoder": looped.decoder.model_copy(
+        update={"loop": None})})
+    request = PlacementRequest(device=resolve_device("h100"), count=1, tp=1, limit=0,
+                               context=4096, gpu_memory_utilization=0.95)
+    steps = []
+    for spec in (looped, once):
+        plan = plan_placement(spec, request).plans[0]
+        assert plan.timing is not None and plan.per_device is not None
+        steps.append(plan.timing.tpot_s)
+    assert 1.3 < steps[0] / steps[1] < 2.0

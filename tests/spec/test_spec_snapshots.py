@@ -67,6 +67,8 @@ PERTURBED = [
     "configs-2026-frontier/constructed--step3p5-flat.json",
     # Inkling and Inkling 2: their classes' defaults
     "configs-2026-inkling2/transformers-defaults--inkling2.json",
+    "configs-2026-inkling2/transformers-defaults--inkling2_loop.json",
+    "configs-2026-inkling2/transformers-defaults--inkling2_loop_text.json",
     "configs-2026-inkling2/transformers-defaults--inkling2_text.json",
     "configs-2026-inkling/transformers-defaults--inkling_mm_model.json",
     "configs-2026-inkling/transformers-defaults--inkling_text.json",
@@ -233,6 +235,9 @@ FAILS_AS_TRANSFORMERS_DOES = {"transformers-defaults-2026/lfm2_moe.json": "layer
                               "transformers-defaults/qwen4_exp_text.json": "indexer_n_heads",
                               # an empty vision_config leaves RADIO's video packing unset
                               "empty-sub-configs/nemotron_h_omni": "video_temporal_patch_size",
+                              # an empty vision_config's 4,608-wide text against the loop
+                              # model's 2,304
+                              "empty-sub-configs/inkling2_loop": "text_hidden_size",
                               # An EXL3 repack's quantization block: transformers has no exl3
                               # quantizer ("Unknown quantization type") and neither does this.
                               "configs-2026-deepseek-v41/verbatim/"

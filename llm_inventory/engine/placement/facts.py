@@ -188,6 +188,32 @@ class ModelFacts:
             weights.append(math.ceil(total))
         return weights
 
+    def target_stage_reads(self, tp: int, pp: int, ep: int) -> list[int]:
+        """Weight bytes one rank of each stage reads in a step: `target_stage_weights`, the
+        looped layers' once more per further pass (`Stack.loop`)."""
+        weights = self.target_stage_weights(tp, pp, ep)
+        loop = self.stack.loop if self.stack is not None else None
+        if loop is None or loop.passes < 2 or self.layout.coarse_total is not None:
+            return weights
+        prefix = self._device_prefix(tp, ep)
+        reads = []
+        for held, stage in zip(weights, self.ranges(pp), strict=True):
+            lo, hi = max(stage.start, loop.start), min(stage.stop, loop.end)
+            again = (prefix[hi] - prefix[lo]) * (loop.passes - 1) if hi > lo else 0
+            reads.append(math.ceil(held + again))
+        return reads
+
+    def expert_reads(self, tp: int, ep: int) -> float:
+        """`expert_bytes`, the looped layers' experts once more per further pass."""
+        held = self.expert_bytes(tp, ep)
+        loop = self.stack.loop if self.stack is not None else None
+        layout = self.layout
+        if (loop is None or loop.passes < 2 or layout.coarse_total is not None
+                or layout.padded_experts is not None):
+            return held
+        looped = sum(layout.expert[loop.start:loop.end]) * self.expert_share(tp, ep)
+        return held + looped * (loop.passes - 1)
+
     # --- speculative decoding (engine/speculative.py) --------------------------------------
 
     def drafter(self, tp: int, ep: int = 1) -> Drafter | None:

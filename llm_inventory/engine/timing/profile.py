@@ -136,24 +136,32 @@ def model_work(facts: ModelFacts) -> ModelWork:
     """Matmul FLOPs per token (dense, routed experts, lm_head) from the model's GEMMs."""
     from llm_inventory.engine.params import count_parameters
     from llm_inventory.engine.shapes import phase_work
-    from llm_inventory.engine.tensors import model_tensors
+    from llm_inventory.engine.tensors import work_tensors
     from llm_inventory.spec.model import Component
 
     spec = facts.spec
-    groups = model_tensors(spec) if spec.coarse is None else []
+    groups = work_tensors(spec) if spec.coarse is None else []
     coarse = count_parameters(spec, facts.request.dtype) if spec.coarse else None
     one = phase_work(spec, groups, phase="prefill", tokens=1, sequences=1, context=1,
                      state_bytes=0, dtype=facts.weight_dtype, quant=facts.quant, coarse=coarse)
     lm = sum(g.flops for g in one.gemms if g.name.startswith("lm_head"))
     params = coarse or count_parameters(spec, facts.request.dtype)
     expert = 0.0
+    moe_layers = params.moe_layers
     if params.experts and params.top_k:
         routed = sum(c.parameters for c in params.by_component
                      if c.component is Component.EXPERTS)
         expert = 2.0 * routed * params.top_k / params.experts
+    stack = spec.decoder
+    if stack is not None and stack.loop is not None and stack.moe is not None:
+        # a looped layer's experts run once per pass (layers are counted as visited)
+        visits = [stack.visits(i) for i in range(stack.layers) if stack.moe.is_moe_layer(i)]
+        if visits and moe_layers:
+            expert *= sum(visits) / len(visits)
+            moe_layers = sum(visits)
     return ModelWork(dense_flops_per_token=max(0.0, one.matmul_flops - lm - expert),
                      expert_flops_per_token=expert, lm_head_flops=float(lm),
-                     moe_layers=params.moe_layers, experts=params.experts or 0,
+                     moe_layers=moe_layers, experts=params.experts or 0,
                      top_k=params.top_k or 0)
 
 
@@ -170,10 +178,11 @@ def work_profile(facts: ModelFacts, tp: int, pp: int, ep: int,
     if peak is None:
         return None
     w = work or model_work(facts)
-    weights = max(facts.target_stage_weights(tp, pp, ep))  # a drafter reads its own
-    experts_held = facts.expert_bytes(tp, ep) / pp
+    # what a step reads (a looped layer once per pass); a drafter reads its own
+    weights = max(facts.target_stage_reads(tp, pp, ep))
+    experts_held = facts.expert_reads(tp, ep) / pp
     return WorkProfile(
-        device=device, tp=tp, pp=pp, ep=ep, layers=facts.layers,
+        device=device, tp=tp, pp=pp, ep=ep, layers=facts.layers + s.visited_layers - s.layers,
         moe_layers=w.moe_layers, hidden=s.hidden_size or 0,
         activation_bytes=facts.act_bits // 8,
         dense_flops_per_token=w.dense_flops_per_token,

@@ -28,6 +28,7 @@ from llm_inventory.spec.model import (
     Family,
     LayerKind,
     LayerOverride,
+    Loop,
     Media,
     ModelSpec,
     MoE,
@@ -187,6 +188,11 @@ def inkling2(c: HFConfig) -> ModelSpec:
     _, text = sub_config(c, "text_config", "inkling2_text")
     _, v = sub_config(c, "vision_config", "inkling2_vision")
     stack, notes = _text(text)
+    return _composite(c, text, v, stack, notes)
+
+
+def _composite(c: HFConfig, text: HFConfig, v: HFConfig, stack: Stack,
+               notes: list[str]) -> ModelSpec:
     hidden = stack.hidden_size or 0
     if v.integer("text_hidden_size") != hidden:
         raise InputError(f"{v.label}: text_hidden_size", f"must equal the text hidden_size "
@@ -195,3 +201,70 @@ def inkling2(c: HFConfig) -> ModelSpec:
                     max_context=text.opt_integer("max_position_embeddings"),
                     notes=[*notes, _IMAGE_NOTE])
     return spec.model_copy(update={"state_estimated": STATE_ASSUMED})
+
+def _loop(c: HFConfig, stack: Stack) -> tuple[Stack, list[str]]:
+    """Inkling 2 Loop's text model (`Inkling2LoopTextModel`): Inkling 2's layers, of which
+    `loop_layer_index_start` … `loop_layer_index_end` − 1 run `loop_num_passes` times a
+    token. Each looped layer has four message gates (q, k, v, mlp; `down_proj` from
+    2 × hidden to `loop_gate_rank`, then `forget_gate_proj` and `message_gate_proj` back to
+    hidden) and the model one `message_input` query per looped layer and message
+    ((end − start) × 4 × hidden). A checkpoint's `loop_config` (core_start, core_end,
+    num_passes, gate_rank) wins over the `loop_*` keys (`Inkling2LoopTextConfig.
+    __post_init__`); both ends must be multiples of `n_layers_per_attn_res_block` and the
+    start past layer 0 (`validate_architecture`)."""
+    given = c.sub("loop_config")
+    names = {"core_start": "loop_layer_index_start", "core_end": "loop_layer_index_end",
+             "num_passes": "loop_num_passes", "gate_rank": "loop_gate_rank"}
+    values = {}
+    for key, field in names.items():
+        if given.has(key):
+            c.superseded(field)
+            values[field] = given.integer(key, minimum=1 if key != "core_end" else 0)
+        else:
+            values[field] = c.integer(field, minimum=1 if field != "loop_layer_index_end" else 0)
+    start, end = values["loop_layer_index_start"], values["loop_layer_index_end"]
+    passes, rank = values["loop_num_passes"], values["loop_gate_rank"]
+    block = c.integer("n_layers_per_attn_res_block")
+    for value, key in ((start, "loop_layer_index_start"), (end, "loop_layer_index_end")):
+        if value % block:
+            raise InputError(f"{c.label}: {key}", f"must be a multiple of "
+                             f"n_layers_per_attn_res_block ({block}), got {value}")
+    if end <= start:
+        raise InputError(f"{c.label}: loop_layer_index_end", f"must be past "
+                         f"loop_layer_index_start ({start}), got {end}")
+    hidden = stack.hidden_size or 0
+    looped = [i for i in range(stack.layers) if start <= i < end]
+    gates: list[ExtraTensor] = []
+    for gate in ("q", "k", "v", "mlp"):
+        at = f"layers.{{i}}.{gate}_message_gate"
+        gates += [extra(f"{at}.down_proj.weight", [rank, 2 * hidden], linear=True,
+                        layers=looped),
+                  extra(f"{at}.forget_gate_proj.weight", [hidden, rank], layers=looped),
+                  extra(f"{at}.message_gate_proj.weight", [hidden, rank], layers=looped)]
+    if not looped:  # a loop past the last layer builds no gates
+        gates = []
+    gates.append(extra("message_input.query", [end - start, 4, hidden]))
+    loop = Loop(start=start, end=min(end, stack.layers), passes=passes)
+    note = (f"layers {start}–{end - 1} run {passes} passes a token, each keeping its own "
+            f"cache: their K/V and conv windows are held {passes} times, and their weights "
+            f"read and multiplied {passes} times a step (held once)")
+    return stack.model_copy(update={"loop": loop, "extra": [*stack.extra, *gates]}), [note]
+
+
+def inkling2_loop_text(c: HFConfig) -> ModelSpec:
+    """`Inkling2LoopForCausalLM`: `_loop` over the `inkling2_text` layers, its own head."""
+    stack, notes = _text(c)
+    stack, loop = _loop(c, stack)
+    spec = hf_model(c, Family.MOE, decoder=stack, notes=[*notes, *loop],
+                    max_context=c.opt_integer("max_position_embeddings"))
+    return spec.model_copy(update={"state_estimated": STATE_ASSUMED})
+
+
+def inkling2_loop(c: HFConfig) -> ModelSpec:
+    """`Inkling2LoopForConditionalGeneration`: the `inkling2_loop_text` language model and
+    Inkling 2's vision tower (its default reaches the loop model's 2,304-wide text)."""
+    _, text = sub_config(c, "text_config", "inkling2_loop_text")
+    _, v = sub_config(c, "vision_config", "inkling2_vision")
+    stack, notes = _text(text)
+    stack, loop = _loop(text, stack)
+    return _composite(c, text, v, stack, [*notes, *loop])

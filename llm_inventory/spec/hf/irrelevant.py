@@ -439,6 +439,7 @@ BY_CLASS: dict[str, dict[str, str]] = {
                                "(Cohere2MoeTopKRouter.forward): a routing choice, no tensor",
         "shared_expert_combination_strategy": "sum or average of the shared and routed "
                                               "outputs (Cohere2MoeSparseMoeBlock.forward)"},
+    "inkling2_loop_text": _INKLING2_TEXT,
     "inkling2_text": _INKLING2_TEXT,
     "inkling2_vision": {
         "layer_scale_init_value": "the value lambda_1 and lambda_2 start at "

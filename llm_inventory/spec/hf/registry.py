@@ -89,6 +89,7 @@ TEXT_MODELS: dict[str, Row] = {
     "hy_v4": ("hy", "hy_v4", ("HYV4ForCausalLM",)),
     # transformers builds it only inside hy_v4_vl: Hy4's layers at the VL model's defaults
     "hy_v4_vl_text": ("hy", "hy_v4", ()),
+    "inkling2_loop_text": ("inkling2", "inkling2_loop_text", ("Inkling2LoopForCausalLM",)),
     "inkling2_text": ("inkling2", "inkling2_text", ("Inkling2ForCausalLM",)),
     "inkling_text": ("inkling", "inkling_text", ("InklingForCausalLM",)),
     # InternLM3Config builds LlamaForCausalLM
@@ -192,6 +193,7 @@ MULTIMODAL_MODELS: dict[str, Row] = {
     "glm5_next": ("glm5_next", "glm5_next", ("Glm5NextForConditionalGeneration",)),
     "hy_v4_vl": ("hy", "hy_v4_vl", ("HYV4VLForConditionalGeneration",)),
     "inkling2": ("inkling2", "inkling2", ("Inkling2ForConditionalGeneration",)),
+    "inkling2_loop": ("inkling2", "inkling2_loop", ("Inkling2LoopForConditionalGeneration",)),
     "inkling_mm_model": ("inkling", "inkling_mm_model", ("InklingForConditionalGeneration",)),
     "internvl": ("internvl", "internvl", ("InternVLForConditionalGeneration",)),
     "llama4": ("llama4", "llama4", ("Llama4ForConditionalGeneration",)),
