@@ -80,6 +80,17 @@ def check_counts(spec: ModelSpec, entry: dict[str, Any]) -> None:
     assert spec.exact, spec.estimated
 
 
+def check_parts(spec: ModelSpec, entry: dict[str, Any]) -> None:
+    """`check_counts`, and the input embedding, the output head and the MoE layers as the
+    entry has them (for a class whose head `tools/reference_counts.py` finds at the top)."""
+    from llm_inventory.engine.params import count_parameters
+
+    check_counts(spec, entry)
+    params = count_parameters(spec)
+    assert (params.input_embedding, params.lm_head, params.moe_layers) == (
+        entry["input_embedding_params"], entry["output_head_params"], entry["moe_layers"])
+
+
 def load_tool(name: str) -> ModuleType:
     """A dev-only script of tools/ loaded as a module (`name`: its file's stem)."""
     spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
