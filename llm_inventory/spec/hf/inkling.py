@@ -16,6 +16,8 @@ and the head is never tied.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from llm_inventory.errors import InputError
@@ -57,6 +59,71 @@ def per_layer(c: HFConfig, key: str, allowed: dict[str, Any], layers: int,
     return [allowed[name] for name in names]
 
 
+@dataclass(frozen=True)
+class Attention:
+    """The attention shapes both Inkling generations read: full layers' heads, the sliding
+    layers' own (`swa_*`), the relative bias's `d_rel` and extent, the conv kernel, and
+    which layers slide."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv: int
+    head_dim: int
+    swa_heads: int
+    swa_kv: int
+    swa_dim: int
+    window: int
+    d_rel: int
+    extent: int
+    kernel: int
+    kinds: list[LayerKind]
+
+    @property
+    def full(self) -> list[int]:
+        return [i for i, kind in enumerate(self.kinds) if kind == LayerKind.FULL]
+
+    @property
+    def sliding(self) -> list[int]:
+        return [i for i, kind in enumerate(self.kinds) if kind == LayerKind.SLIDING]
+
+    def stack(self, *, conv_weights: bool, **fields: Any) -> Stack:
+        """The stack with what both generations share (untied head, normed embedding, no
+        rotary, the sliding layers' heads, the four convolutions beside attention) and
+        `fields`."""
+        sliding = bool(self.sliding)
+        return Stack(
+            layers=self.layers, hidden_size=self.hidden, heads=self.heads, kv_heads=self.kv,
+            head_dim=self.head_dim, tied_embeddings=False, embedding_norm=True, rope=False,
+            layer_types=self.kinds, sliding_window=self.window if sliding else None,
+            overrides=[LayerOverride(kinds=[LayerKind.SLIDING], heads=self.swa_heads,
+                                     kv_heads=self.swa_kv, head_dim=self.swa_dim)]
+            if sliding else [],
+            residual_conv=ResidualConv(kernel=self.kernel, weights=conv_weights),
+            parallel_mixers=[LayerKind.RESIDUAL_CONV], **fields)
+
+
+def read_attention(c: HFConfig, kinds: Callable[[HFConfig, int], list[LayerKind]]
+                   ) -> Attention:
+    """The shared shapes of `c`, each K/V head count dividing its query heads; `kinds`
+    gives each layer's kind from the config and the layer count."""
+    layers = c.integer("num_hidden_layers")
+    shapes = Attention(
+        layers=layers, hidden=c.integer("hidden_size"),
+        heads=c.integer("num_attention_heads"), kv=c.integer("num_key_value_heads"),
+        head_dim=c.integer("head_dim"), swa_heads=c.integer("swa_num_attention_heads"),
+        swa_kv=c.integer("swa_num_key_value_heads"), swa_dim=c.integer("swa_head_dim"),
+        window=c.integer("sliding_window_size"), d_rel=c.integer("d_rel"),
+        extent=c.integer("rel_extent"), kernel=c.integer("conv_kernel_size"),
+        kinds=kinds(c, layers))
+    for q, k, key in ((shapes.heads, shapes.kv, "num_key_value_heads"),
+                      (shapes.swa_heads, shapes.swa_kv, "swa_num_key_value_heads")):
+        if q % k:
+            raise InputError(f"{c.label}: {key}", f"must divide the {q} attention heads, "
+                             f"got {k}")
+    return shapes
+
+
 def _layer_kinds(c: HFConfig, layers: int) -> list[LayerKind]:
     """`layer_types`, else sliding on `local_layer_ids` (or on every layer whose index + 1
     is not a multiple of 6) and full elsewhere (`InklingTextConfig.__post_init__`)."""
@@ -96,20 +163,8 @@ def _widths(c: HFConfig) -> tuple[int, int]:
 
 
 def _stack(c: HFConfig) -> tuple[Stack, list[str]]:
-    layers = c.integer("num_hidden_layers")
-    hidden, heads = c.integer("hidden_size"), c.integer("num_attention_heads")
-    kv, head_dim = c.integer("num_key_value_heads"), c.integer("head_dim")
-    swa_heads, swa_kv = c.integer("swa_num_attention_heads"), c.integer("swa_num_key_value_heads")
-    swa_dim, window = c.integer("swa_head_dim"), c.integer("sliding_window_size")
-    d_rel, extent = c.integer("d_rel"), c.integer("rel_extent")
-    for q, k, key in ((heads, kv, "num_key_value_heads"), (swa_heads, swa_kv,
-                                                           "swa_num_key_value_heads")):
-        if q % k:
-            raise InputError(f"{c.label}: {key}", f"must divide the {q} attention heads, "
-                             f"got {k}")
-    kinds = _layer_kinds(c, layers)
-    sliding = [i for i, kind in enumerate(kinds) if kind == LayerKind.SLIDING]
-    full = [i for i, kind in enumerate(kinds) if kind == LayerKind.FULL]
+    a = read_attention(c, _layer_kinds)
+    layers, hidden = a.layers, a.hidden
     sparse = _sparse_layers(c, layers)
     dense_width, expert_width = _widths(c)
     shared = c.integer("n_shared_experts", minimum=0)
@@ -122,11 +177,11 @@ def _stack(c: HFConfig) -> tuple[Stack, list[str]]:
         c.superseded("intermediate_size", "dense_intermediate_size")
     attn = Component.ATTENTION
     extras = []
-    for where, q, rows in ((full, heads, extent), (sliding, swa_heads, window)):
+    for where, q, rows in ((a.full, a.heads, a.extent), (a.sliding, a.swa_heads, a.window)):
         if where:
-            extras += [extra("layers.{i}.self_attn.r_proj.weight", [q * d_rel, hidden],
+            extras += [extra("layers.{i}.self_attn.r_proj.weight", [q * a.d_rel, hidden],
                              linear=True, shard=Shard.COLUMN, layers=where, component=attn),
-                       extra("layers.{i}.self_attn.rel_logits_proj.proj", [d_rel, rows],
+                       extra("layers.{i}.self_attn.rel_logits_proj.proj", [a.d_rel, rows],
                              layers=where, component=attn)]
     if dense:
         extras.append(extra("layers.{i}.mlp.global_scale", [1], layers=dense,
@@ -137,15 +192,8 @@ def _stack(c: HFConfig) -> tuple[Stack, list[str]]:
     if sparse:
         extras.append(extra("layers.{i}.mlp.gate.global_scale", [1], layers=sparse,
                             component=Component.ROUTER))
-    stack = Stack(
-        layers=layers, hidden_size=hidden, heads=heads, kv_heads=kv, head_dim=head_dim,
-        intermediate_size=dense_width if dense else None, moe=moe, qk_norm="head",
-        vocab_size=c.integer("vocab_size"), tied_embeddings=False, embedding_norm=True,
-        rope=False, layer_types=kinds, sliding_window=window if sliding else None,
-        overrides=[LayerOverride(kinds=[LayerKind.SLIDING], heads=swa_heads,
-                                 kv_heads=swa_kv, head_dim=swa_dim)] if sliding else [],
-        residual_conv=ResidualConv(kernel=c.integer("conv_kernel_size")),
-        parallel_mixers=[LayerKind.RESIDUAL_CONV], extra=extras)
+    stack = a.stack(conv_weights=True, intermediate_size=dense_width if dense else None,
+                    moe=moe, qk_norm="head", vocab_size=c.integer("vocab_size"), extra=extras)
     notes = [STATE_ASSUMED]
     unpadded = c.opt_integer("unpadded_vocab_size")
     if unpadded is not None and unpadded < stack.vocab_size:

@@ -20,19 +20,17 @@ from __future__ import annotations
 from llm_inventory.errors import InputError
 from llm_inventory.spec.hf import HFConfig
 from llm_inventory.spec.hf.common import extra, hf_model, linear, norm, sub_config
-from llm_inventory.spec.hf.inkling import KINDS, STATE_ASSUMED, per_layer
+from llm_inventory.spec.hf.inkling import KINDS, STATE_ASSUMED, per_layer, read_attention
 from llm_inventory.spec.model import (
     Component,
     Encoder,
     ExtraTensor,
     Family,
     LayerKind,
-    LayerOverride,
     Loop,
     Media,
     ModelSpec,
     MoE,
-    ResidualConv,
     Shard,
     Stack,
 )
@@ -66,24 +64,18 @@ def _attention(where: list[int], heads: int, kv: int, dim: int, extent: int, d_r
     return tensors
 
 
-def _text(c: HFConfig) -> tuple[Stack, list[str]]:
-    layers = c.integer("num_hidden_layers")
-    hidden, heads = c.integer("hidden_size"), c.integer("num_attention_heads")
-    kv, head_dim = c.integer("num_key_value_heads"), c.integer("head_dim")
-    swa_heads, swa_kv = c.integer("swa_num_attention_heads"), c.integer("swa_num_key_value_heads")
-    swa_dim, window = c.integer("swa_head_dim"), c.integer("sliding_window_size")
-    d_rel, extent = c.integer("d_rel"), c.integer("rel_extent")
-    kernel = c.integer("conv_kernel_size")
-    for q, k, key in ((heads, kv, "num_key_value_heads"), (swa_heads, swa_kv,
-                                                           "swa_num_key_value_heads")):
-        if q % k:
-            raise InputError(f"{c.label}: {key}", f"must divide the {q} attention heads, "
-                             f"got {k}")
+def _kinds(c: HFConfig, layers: int) -> list[LayerKind]:
+    """`layer_types`, else full attention on every sixth layer and sliding elsewhere
+    (`Inkling2TextConfig.__post_init__`)."""
     default = [LayerKind.FULL if (i + 1) % 6 == 0 else LayerKind.SLIDING
                for i in range(layers)]
-    kinds = per_layer(c, "layer_types", KINDS, layers, default)
-    full = [i for i, kind in enumerate(kinds) if kind == LayerKind.FULL]
-    sliding = [i for i, kind in enumerate(kinds) if kind == LayerKind.SLIDING]
+    return per_layer(c, "layer_types", KINDS, layers, default)
+
+
+def _text(c: HFConfig) -> tuple[Stack, list[str]]:
+    a = read_attention(c, _kinds)
+    layers, hidden, kernel = a.layers, a.hidden, a.kernel
+    full, sliding = a.full, a.sliding
     vocab = c.integer("vocab_size")
     rows = c.integer("unpadded_vocab_size")
     if rows > vocab:
@@ -91,9 +83,10 @@ def _text(c: HFConfig) -> tuple[Stack, list[str]]:
                          f"({vocab}), got {rows}")
     every = list(range(layers))
     conv = Component.MIXER
-    extras = [*_attention(full, heads, kv, head_dim, extent, d_rel, kernel, hidden, True),
-              *_attention(sliding, swa_heads, swa_kv, swa_dim, window, d_rel, kernel, hidden,
-                          False)]
+    extras = [*_attention(full, a.heads, a.kv, a.head_dim, a.extent, a.d_rel, kernel, hidden,
+                          True),
+              *_attention(sliding, a.swa_heads, a.swa_kv, a.swa_dim, a.window, a.d_rel, kernel,
+                          hidden, False)]
     extras += [extra(f"layers.{{i}}.{name}.conv1d.weight", [hidden, 1, kernel], layers=every,
                      component=conv)
                for name in ("post_attention_convolution", "post_mlp_convolution")]
@@ -113,15 +106,8 @@ def _text(c: HFConfig) -> tuple[Stack, list[str]]:
                extra("final_input.query", [hidden])]
     moe = MoE(experts=c.integer("n_routed_experts"), top_k=c.integer("num_experts_per_tok"),
               expert_intermediate_size=c.integer("moe_intermediate_size"))
-    stack = Stack(
-        layers=layers, hidden_size=hidden, heads=heads, kv_heads=kv, head_dim=head_dim,
-        moe=moe, vocab_size=rows, embedding_rows=vocab, tied_embeddings=False,
-        embedding_norm=True, rope=False, attn_output_gate=True, layer_types=kinds,
-        sliding_window=window if sliding else None,
-        overrides=[LayerOverride(kinds=[LayerKind.SLIDING], heads=swa_heads,
-                                 kv_heads=swa_kv, head_dim=swa_dim)] if sliding else [],
-        residual_conv=ResidualConv(kernel=kernel, weights=False),
-        parallel_mixers=[LayerKind.RESIDUAL_CONV], extra=extras)
+    stack = a.stack(conv_weights=False, moe=moe, vocab_size=rows, embedding_rows=vocab,
+                    attn_output_gate=True, extra=extras)
     notes = [STATE_ASSUMED]
     if rows < vocab:
         notes.append(f"the head has unpadded_vocab_size ({rows:,}) rows, the token table "
