@@ -252,9 +252,7 @@ def work_tensors(spec: ModelSpec) -> list[TensorGroup]:
     stack = spec.decoder
     if stack is None or stack.loop is None:
         return groups
-    again = [
-        group.model_copy(update={"layers": group.layers + tuple(
-            i for i in group.layers for _ in range(stack.visits(i) - 1))})
-        if group.stack == "decoder" and group.layers else group
-        for group in groups]
-    return again
+    return [group.model_copy(update={"layers": tuple(
+                i for i in group.layers for _ in range(stack.visits(i)))})
+            if group.stack == "decoder" and group.layers else group
+            for group in groups]

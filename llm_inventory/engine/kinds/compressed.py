@@ -208,13 +208,15 @@ class Compressing(CompressedAttention):
     def token_elements(self, layer: StateLayer, tp: int = 1) -> int:
         return (layer.latent_dim + layer.index_dim) // (layer.ratio or 1)
 
+    def _per_entry(self, layer: StateLayer, dtype: str) -> int:
+        """One compressed entry and its indexer key (fp8 with fp32 scales)."""
+        return self._entry(layer, dtype) + (
+            index_entry_bytes(layer.index_dim) if layer.index_dim else 0)
+
     def bytes_per_token(self, layer: StateLayer, dtype: str, tp: int = 1) -> int:
         """The average a token adds: one entry (and indexer key) per `ratio` tokens,
         rounded up."""
-        ratio = layer.ratio or 1
-        per_entry = self._entry(layer, dtype) + (
-            index_entry_bytes(layer.index_dim) if layer.index_dim else 0)
-        return -(-per_entry // ratio)
+        return -(-self._per_entry(layer, dtype) // (layer.ratio or 1))
 
     def tokens_held(self, layer: StateLayer, tokens: int, block_size: int | None) -> int:
         """Compressed entries held: one per `ratio` tokens, in whole blocks when paged."""
@@ -227,10 +229,24 @@ class Compressing(CompressedAttention):
         self, layer: StateLayer, tokens: int, dtype: str, block_size: int | None, tp: int = 1
     ) -> int:
         entries = self.tokens_held(layer, tokens, block_size)
-        per_entry = self._entry(layer, dtype) + (
-            index_entry_bytes(layer.index_dim) if layer.index_dim else 0)
-        return (entries * per_entry + self._window_bytes(layer, tokens, dtype)
-                + self._state_bytes(layer))
+        return (entries * self._per_entry(layer, dtype)
+                + self._window_bytes(layer, tokens, dtype) + self._state_bytes(layer))
 
     def page_group(self, window: int | None) -> tuple[str, int | None]:
         return ("compressed", None)
+
+
+class WindowOnly(CompressedAttention):
+    """A layer that keeps its window alone, bounded, so charged as fixed bytes per
+    sequence (DeepSeek-V4's sliding-only layers, V4.1's layers that read a shared KV)."""
+
+    grows = False
+    release = "entries older than the window are dead and may be freed as it slides"
+
+    def sequence_bytes(
+        self, layer: StateLayer, tokens: int, dtype: str, block_size: int | None, tp: int = 1
+    ) -> int:
+        return self._window_bytes(layer, tokens, dtype)
+
+    def tokens_held(self, layer: StateLayer, tokens: int, block_size: int | None) -> int:
+        return min(tokens, layer.window or tokens)

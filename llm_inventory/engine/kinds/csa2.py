@@ -33,7 +33,11 @@ from collections.abc import Iterator
 from llm_inventory.engine.blocks import Entry, linear
 from llm_inventory.engine.kinds.attention import attended
 from llm_inventory.engine.kinds.base import ShapeRule
-from llm_inventory.engine.kinds.compressed import CompressedAttention, compression
+from llm_inventory.engine.kinds.compressed import (
+    CompressedAttention,
+    WindowOnly,
+    compression,
+)
 from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.errors import InputError
 from llm_inventory.spec.model import Component, Indexer, Shard, Stack
@@ -124,18 +128,8 @@ class SharedCompressedAttention(CompressedAttention):
         return bytes_for(layer.latent_dim, dtype)
 
 
-class SharedKVReader(SharedCompressedAttention):
+class SharedKVReader(WindowOnly, SharedCompressedAttention):
     name = "csa2"
-    grows = False
-    release = "entries older than the window are dead and may be freed as it slides"
-
-    def sequence_bytes(
-        self, layer: StateLayer, tokens: int, dtype: str, block_size: int | None, tp: int = 1
-    ) -> int:
-        return self._window_bytes(layer, tokens, dtype)
-
-    def tokens_held(self, layer: StateLayer, tokens: int, block_size: int | None) -> int:
-        return min(tokens, layer.window or tokens)
 
 
 KIND = SharedKVReader()

@@ -23,7 +23,7 @@ there), plus:
 
 from __future__ import annotations
 
-from llm_inventory.engine.kinds.compressed import compression
+from llm_inventory.engine.kinds.compressed import Compressing, compression
 from llm_inventory.engine.kinds.csa2 import SharedCompressedAttention
 from llm_inventory.engine.kinds.layer import StateLayer
 from llm_inventory.errors import InputError
@@ -31,10 +31,9 @@ from llm_inventory.spec.model import Stack
 from llm_inventory.units import bytes_for
 
 
-class SharedKVSource(SharedCompressedAttention):
+class SharedKVSource(SharedCompressedAttention, Compressing):
     name = "csa2_source"
     source = True
-    compressed = True
     release = ("the window slides (older entries are dead); the group's compressed entries "
                "and indexer keys stay until the sequence ends; the partial group is "
                "overwritten")
@@ -51,33 +50,9 @@ class SharedKVSource(SharedCompressedAttention):
                           index_dim=index_dim, ratio=ratio,
                           state_elements=2 * (ratio - 1) * hd)
 
-    def token_elements(self, layer: StateLayer, tp: int = 1) -> int:
-        return (layer.latent_dim + layer.index_dim) // (layer.ratio or 1)
-
     def _per_entry(self, layer: StateLayer, dtype: str) -> int:
-        return bytes_for(layer.latent_dim, dtype) + bytes_for(layer.index_dim, dtype)
-
-    def bytes_per_token(self, layer: StateLayer, dtype: str, tp: int = 1) -> int:
-        """The average a token adds: one entry and its indexer key per `ratio` tokens,
-        rounded up."""
-        return -(-self._per_entry(layer, dtype) // (layer.ratio or 1))
-
-    def tokens_held(self, layer: StateLayer, tokens: int, block_size: int | None) -> int:
-        """Compressed entries held: one per `ratio` tokens, in whole blocks when paged."""
-        ratio = layer.ratio or 1
-        if block_size is None:
-            return tokens // ratio
-        return -(-tokens // block_size) * block_size // ratio
-
-    def sequence_bytes(
-        self, layer: StateLayer, tokens: int, dtype: str, block_size: int | None, tp: int = 1
-    ) -> int:
-        entries = self.tokens_held(layer, tokens, block_size)
-        return (entries * self._per_entry(layer, dtype)
-                + self._window_bytes(layer, tokens, dtype) + self._state_bytes(layer))
-
-    def page_group(self, window: int | None) -> tuple[str, int | None]:
-        return ("compressed", None)
+        """One compressed entry and its indexer key, both at the cache dtype."""
+        return self._entry(layer, dtype) + bytes_for(layer.index_dim, dtype)
 
 
 KIND = SharedKVSource()

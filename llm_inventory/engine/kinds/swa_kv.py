@@ -8,22 +8,11 @@ stores the vector twice (keys and values); DeepSeek's reference and vLLM keep it
 
 from __future__ import annotations
 
-from llm_inventory.engine.kinds.compressed import CompressedAttention
-from llm_inventory.engine.kinds.layer import StateLayer
+from llm_inventory.engine.kinds.compressed import WindowOnly
 
 
-class SharedKVWindow(CompressedAttention):
+class SharedKVWindow(WindowOnly):
     name = "swa_kv"
-    grows = False
-    release = "entries older than the window are dead and may be freed as it slides"
-
-    def sequence_bytes(
-        self, layer: StateLayer, tokens: int, dtype: str, block_size: int | None, tp: int = 1
-    ) -> int:
-        return self._window_bytes(layer, tokens, dtype)
-
-    def tokens_held(self, layer: StateLayer, tokens: int, block_size: int | None) -> int:
-        return min(tokens, layer.window or tokens)
 
 
 KIND = SharedKVWindow()
